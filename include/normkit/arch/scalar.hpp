@@ -1,0 +1,48 @@
+// The vector operations for the scalar path: a "vector" of one lane, in plain C++, so that the
+// kernels written for SIMD also run (and are tested) everywhere.
+//
+// Every arch/ file provides the same operations as Simd<A>, for A = float and double:
+//   vec, lanes                     the register type and how many A it holds
+//   zero(), set(a)                 all lanes 0 / a
+//   load(p), load_n(p, n)          lanes from p (T = A, or a 16-bit type widened to float);
+//                                  load_n reads only p[0..n) and zeroes the other lanes
+//   store(p, v), store_n(p, v, n)  to p (rounded once to T); store_n writes only p[0..n)
+//   keep_n(v, n)                   lanes [0, n) of v, the others 0
+//   add, sub, mul, mul_add(a,b,c)  lane-wise; mul_add is a·b + c, fused where the ISA can
+//   sum(v)                         the horizontal sum of the lanes
+// with 0 < n < lanes wherever a count is taken.
+#pragma once
+
+#include <cstddef>
+
+#include "../types.hpp"
+
+namespace normkit::detail::scalar {
+
+template <class A>
+struct Simd {
+  using vec = A;
+  static constexpr std::size_t lanes = 1;
+
+  static vec zero() { return A(0); }
+  static vec set(A a) { return a; }
+  template <class T>
+  static vec load(const T* p) { return static_cast<A>(*p); }
+  // With one lane there is no partial vector; these exist so kernels compile unchanged.
+  template <class T>
+  static vec load_n(const T* p, std::size_t) { return load(p); }
+  template <class T>
+  static void store(T* p, vec v) { *p = static_cast<T>(v); }
+  template <class T>
+  static void store_n(T* p, vec v, std::size_t) { store(p, v); }
+  static vec keep_n(vec v, std::size_t) { return v; }
+  static vec add(vec a, vec b) { return a + b; }
+  static vec sub(vec a, vec b) { return a - b; }
+  static vec mul(vec a, vec b) { return a * b; }
+  // Not std::fma: without hardware FMA it is a slow library call, and no kernel needs the
+  // single rounding (its products by powers of two are exact).
+  static vec mul_add(vec a, vec b, vec c) { return a * b + c; }
+  static A sum(vec v) { return v; }
+};
+
+}  // namespace normkit::detail::scalar

@@ -1,0 +1,53 @@
+// Pairwise summation of per-block γ/β gradient partials, so that a gradient summed over many
+// rows loses accuracy like log(blocks), and in an order fixed by the row count alone.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace normkit::detail {
+
+/// Sums equal-length partials that arrive one block at a time. Like a binary counter, two
+/// partials of 2^k blocks each are added as soon as both exist, which builds a balanced tree
+/// whose shape depends only on how many blocks there are.
+template <class A, class AddInto>
+class PairwiseSum {
+ public:
+  PairwiseSum(std::size_t length, AddInto add_into) : length_(length), add_into_(add_into) {}
+
+  /// A zeroed buffer to accumulate the next block into; pass it to commit() when complete.
+  std::vector<A>& next() {
+    current_.assign(length_, A(0));
+    return current_;
+  }
+
+  void commit() {
+    std::size_t level = 0;
+    for (; level < levels_.size() && !levels_[level].empty(); ++level) {
+      add_into_(levels_[level].data(), current_.data(), length_);  // older + newer
+      std::swap(current_, levels_[level]);
+      levels_[level].clear();
+    }
+    if (level == levels_.size()) levels_.emplace_back();
+    std::swap(levels_[level], current_);
+  }
+
+  /// The sum of every committed block, smallest level first.
+  const std::vector<A>& total() {
+    current_.assign(length_, A(0));
+    for (const std::vector<A>& level : levels_) {
+      if (!level.empty()) add_into_(current_.data(), level.data(), length_);
+    }
+    return current_;
+  }
+
+ private:
+  std::size_t length_;
+  AddInto add_into_;
+  std::vector<A> current_;
+  std::vector<std::vector<A>> levels_;  // levels_[k]: the sum of 2^k blocks, or empty
+};
+
+}  // namespace normkit::detail

@@ -1,0 +1,68 @@
+// Running the row kernels over a whole tensor on the active instruction set: forward in one
+// sweep; backward in fixed blocks of rows whose γ/β gradient partials are summed pairwise.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "block_sum.hpp"
+#include "dispatch.hpp"
+#include "rows.hpp"
+
+namespace normkit::detail {
+
+enum class norm_kind { layer, rms };
+
+/// Rows per γ/β partial: each partial adds this many rows in A, and partials are added
+/// pairwise, so 65536 rows cost 64 + log2(1024) roundings per gradient value, not 65536.
+inline constexpr std::size_t kGradBlockRows = 64;
+
+template <norm_kind Kind, class T>
+void forward_rows(const ForwardRows<T>& args, std::size_t rows) {
+  with_active_kernels([&](auto kernels) {
+    using K = decltype(kernels);
+    if constexpr (Kind == norm_kind::layer) K::layer_norm_forward(args, 0, rows);
+    else K::rms_norm_forward(args, 0, rows);
+  });
+}
+
+template <norm_kind Kind, class T>
+void backward_rows(const BackwardRows<T>& args, std::size_t begin, std::size_t end) {
+  with_active_kernels([&](auto kernels) {
+    using K = decltype(kernels);
+    if constexpr (Kind == norm_kind::layer) K::layer_norm_backward(args, begin, end);
+    else K::rms_norm_backward(args, begin, end);
+  });
+}
+
+template <class A>
+void add_into(A* out, const A* in, std::size_t n) {
+  with_active_kernels([&](auto kernels) { decltype(kernels)::add_into(out, in, n); });
+}
+
+/// Backward over `rows` rows. With grad_gamma (and grad_beta) given, the gradient sums over
+/// the rows are formed block by block and added into them once, at the end.
+template <norm_kind Kind, class T>
+void backward(BackwardRows<T> args, std::size_t rows, accum_t<T>* grad_gamma, accum_t<T>* grad_beta) {
+  using A = accum_t<T>;
+  if (grad_gamma == nullptr) {
+    args.grad_gamma = args.grad_beta = nullptr;
+    if (args.dx != nullptr) backward_rows<Kind>(args, 0, rows);
+    return;
+  }
+  const std::size_t f = args.features;
+  PairwiseSum<A, void (*)(A*, const A*, std::size_t)> partials(grad_beta != nullptr ? 2 * f : f, &add_into<A>);
+  for (std::size_t begin = 0; begin < rows; begin += kGradBlockRows) {
+    std::vector<A>& block = partials.next();
+    args.grad_gamma = block.data();
+    args.grad_beta = grad_beta != nullptr ? block.data() + f : nullptr;
+    backward_rows<Kind>(args, begin, begin + kGradBlockRows < rows ? begin + kGradBlockRows : rows);
+    partials.commit();
+  }
+  if (rows == 0) return;
+  const std::vector<A>& total = partials.total();
+  add_into(grad_gamma, total.data(), f);
+  if (grad_beta != nullptr) add_into(grad_beta, total.data() + f, f);
+}
+
+}  // namespace normkit::detail

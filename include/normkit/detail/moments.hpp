@@ -1,0 +1,53 @@
+// Count, mean and sum of squared deviations (M2) of a run of values, Chan's merge of two runs,
+// and the per-row rescaling that keeps statistics finite and accurate at any magnitude.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+namespace normkit::detail {
+
+/// Moments of a run of values. Kept in double: runs are merged once per chunk of a row, so
+/// the extra precision costs nothing, and the per-lane work stays in the accumulation type.
+struct Moments {
+  double count = 0;
+  double mean = 0;
+  double m2 = 0;  // sum of squared deviations from the mean
+};
+
+/// Chan, Golub and LeVeque's pairwise update: the moments of the union of two runs.
+inline Moments merge(const Moments& a, const Moments& b) noexcept {
+  if (a.count == 0) return b;
+  if (b.count == 0) return a;
+  const double count = a.count + b.count;
+  const double delta = b.mean - a.mean;
+  return {count, a.mean + delta * (b.count / count),
+          a.m2 + b.m2 + delta * delta * (a.count * b.count / count)};
+}
+
+/// Below this variance, squared deviations of values in A start losing bits to underflow.
+template <class A>
+inline constexpr double tiny_variance =
+    static_cast<double>(std::numeric_limits<A>::min()) * (1ull << std::numeric_limits<A>::digits);
+
+/// The power of two that brings `peak` (the row's largest magnitude, finite and nonzero) into
+/// [0.5, 1), clamped so that it is itself a normal A. Multiplying by it is exact.
+template <class A>
+inline double row_scale(double peak) noexcept {
+  int exponent = 0;
+  std::frexp(peak, &exponent);
+  constexpr int limit = std::numeric_limits<A>::max_exponent - std::numeric_limits<A>::digits;
+  exponent = exponent > limit ? limit : (exponent < -limit ? -limit : exponent);
+  return std::ldexp(1.0, -exponent);
+}
+
+/// 1 / sqrt(var + eps·scale²) for a row multiplied by `scale`, without overflowing eps·scale²
+/// into NaN when eps is 0. A zero denominator (a constant row with eps = 0) gives 0: every
+/// centered value is then exactly 0, and 0 keeps the output at β instead of 0·Inf = NaN.
+inline double scaled_rstd(double var, double eps, double scale) noexcept {
+  const double denominator = eps == 0 ? var : var + eps * scale * scale;
+  return denominator > 0 ? 1 / std::sqrt(denominator) : 0;
+}
+
+}  // namespace normkit::detail

@@ -1,0 +1,44 @@
+// The arguments of the row kernels: where the rows start, how far apart they are, which row
+// range to process, and the per-row and per-feature outputs. Row kernels see nothing else, so
+// strided rows and parallel row ranges need no change to them.
+#pragma once
+
+#include <cstddef>
+
+#include "../types.hpp"
+
+namespace normkit::detail {
+
+template <class T>
+struct ForwardRows {
+  using A = accum_t<T>;
+  const T* x;
+  std::size_t x_stride;  // elements from one row to the next
+  T* y;                  // may equal x (in place)
+  std::size_t y_stride;
+  std::size_t features;
+  const A* gamma;  // nullptr: no scale
+  const A* beta;   // nullptr: no shift
+  A* mean;         // nullptr: not saved (and always for RMSNorm)
+  A* rstd;         // nullptr: not saved
+  double eps;
+};
+
+template <class T>
+struct BackwardRows {
+  using A = accum_t<T>;
+  const T* dy;
+  std::size_t dy_stride;
+  const T* x;
+  std::size_t x_stride;
+  T* dx;  // nullptr: not wanted; may equal dy or x
+  std::size_t dx_stride;
+  std::size_t features;
+  const A* gamma;    // nullptr: no scale
+  const A* mean;     // nullptr for RMSNorm
+  const A* rstd;
+  A* grad_gamma;     // nullptr: not wanted; otherwise dy·x̂ of every row is added in
+  A* grad_beta;      // nullptr: not wanted; otherwise dy of every row is added in
+};
+
+}  // namespace normkit::detail

@@ -1,0 +1,48 @@
+// Which instruction sets this translation unit can hold kernels for, and how code is compiled
+// for one of them without a -march flag.
+#pragma once
+
+// With GCC and Clang on x86-64 the AVX2 and AVX-512 kernels are compiled under target
+// attributes whatever the -march flags, and chosen at run time. Other compilers get only what
+// their flags enable (the compile-time path).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NORMKIT_TARGET_ATTRIBUTES 1
+#define NORMKIT_HAVE_AVX2 1
+#define NORMKIT_HAVE_AVX512 1
+#else
+#define NORMKIT_TARGET_ATTRIBUTES 0
+#if defined(__AVX2__) && defined(__FMA__)
+#define NORMKIT_HAVE_AVX2 1
+#else
+#define NORMKIT_HAVE_AVX2 0
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#define NORMKIT_HAVE_AVX512 1
+#else
+#define NORMKIT_HAVE_AVX512 0
+#endif
+#endif
+
+// Advanced SIMD is part of every AArch64 CPU, so NEON needs no run-time check.
+#if defined(__aarch64__) || defined(_M_ARM64)
+#define NORMKIT_HAVE_NEON 1
+#else
+#define NORMKIT_HAVE_NEON 0
+#endif
+
+// NORMKIT_TARGET_PUSH("avx2,fma") ... NORMKIT_TARGET_POP(): every function defined between the
+// two is compiled for that target, as Highway's HWY_BEFORE_NAMESPACE does. Functions must be
+// defined inside the region (not just instantiated there) to be inlined into each other.
+#if NORMKIT_TARGET_ATTRIBUTES && defined(__clang__)
+#define NORMKIT_PRAGMA(x) _Pragma(#x)
+#define NORMKIT_TARGET_PUSH(targets) \
+  NORMKIT_PRAGMA(clang attribute push(__attribute__((target(targets))), apply_to = function))
+#define NORMKIT_TARGET_POP() NORMKIT_PRAGMA(clang attribute pop)
+#elif NORMKIT_TARGET_ATTRIBUTES
+#define NORMKIT_PRAGMA(x) _Pragma(#x)
+#define NORMKIT_TARGET_PUSH(targets) NORMKIT_PRAGMA(GCC push_options) NORMKIT_PRAGMA(GCC target(targets))
+#define NORMKIT_TARGET_POP() NORMKIT_PRAGMA(GCC pop_options)
+#else
+#define NORMKIT_TARGET_PUSH(targets)
+#define NORMKIT_TARGET_POP()
+#endif

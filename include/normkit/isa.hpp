@@ -1,0 +1,128 @@
+// Instruction sets: which ones this CPU and this build support, which one normkit uses, and
+// how to override the choice (the NORMKIT_ISA environment variable, or set_isa()).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "detail/error.hpp"
+#include "detail/targets.hpp"
+
+namespace normkit {
+
+/// An instruction set normkit has kernels for. `avx2` means AVX2 with FMA; `avx512` means
+/// AVX-512 F, BW, VL and DQ; `neon` means AArch64 Advanced SIMD; `scalar` runs everywhere.
+enum class isa { scalar, avx2, avx512, neon };
+
+/// "scalar", "avx2", "avx512" or "neon".
+constexpr std::string_view to_string(isa which) noexcept {
+  switch (which) {
+    case isa::avx2: return "avx2";
+    case isa::avx512: return "avx512";
+    case isa::neon: return "neon";
+    case isa::scalar: break;
+  }
+  return "scalar";
+}
+
+namespace detail {
+
+inline bool cpu_has(isa which) noexcept {
+  switch (which) {
+    case isa::scalar: return true;
+    case isa::avx2:
+#if NORMKIT_HAVE_AVX2 && NORMKIT_TARGET_ATTRIBUTES
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+      return NORMKIT_HAVE_AVX2 != 0;  // compiled in only when the flags already require it
+#endif
+    case isa::avx512:
+#if NORMKIT_HAVE_AVX512 && NORMKIT_TARGET_ATTRIBUTES
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+      return NORMKIT_HAVE_AVX512 != 0;
+#endif
+    case isa::neon: return NORMKIT_HAVE_NEON != 0;
+  }
+  return false;
+}
+
+struct supported_list {
+  std::array<isa, 4> items{};
+  std::size_t size = 0;
+};
+
+inline const supported_list& supported() noexcept {
+  static const supported_list list = [] {
+    supported_list l;
+    for (isa which : {isa::avx512, isa::avx2, isa::neon, isa::scalar}) {
+      if (cpu_has(which)) l.items[l.size++] = which;
+    }
+    return l;
+  }();
+  return list;
+}
+
+inline bool is_supported(isa which) noexcept {
+  const supported_list& l = supported();
+  for (std::size_t i = 0; i < l.size; ++i) {
+    if (l.items[i] == which) return true;
+  }
+  return false;
+}
+
+/// The best supported ISA, unless NORMKIT_ISA names another supported one. A name that is
+/// unknown or unsupported here is reported on stderr and ignored rather than fatal, so that
+/// one environment can drive programs on several machines.
+inline isa initial_isa() noexcept {
+  const isa best = supported().items[0];
+  const char* requested = std::getenv("NORMKIT_ISA");
+  if (requested == nullptr || *requested == '\0') return best;
+  for (isa which : {isa::scalar, isa::avx2, isa::avx512, isa::neon}) {
+    if (to_string(which) == requested) {
+      if (is_supported(which)) return which;
+      std::fprintf(stderr, "normkit: NORMKIT_ISA=%s is not supported on this CPU; using %s\n",
+                   requested, std::string(to_string(best)).c_str());
+      return best;
+    }
+  }
+  std::fprintf(stderr,
+               "normkit: NORMKIT_ISA=%s is not one of scalar, avx2, avx512, neon; using %s\n",
+               requested, std::string(to_string(best)).c_str());
+  return best;
+}
+
+inline std::atomic<isa>& active_isa_slot() noexcept {
+  static std::atomic<isa> slot{initial_isa()};
+  return slot;
+}
+
+}  // namespace detail
+
+/// The instruction sets this CPU and this build can run, best first, scalar last.
+inline std::span<const isa> supported_isas() noexcept {
+  const detail::supported_list& l = detail::supported();
+  return {l.items.data(), l.size};
+}
+
+/// The instruction set the kernels run on: chosen on first use (see NORMKIT_ISA).
+inline isa active_isa() noexcept { return detail::active_isa_slot().load(std::memory_order_relaxed); }
+
+/// Runs every later call on `which`. Throws std::invalid_argument if it is not supported here.
+inline void set_isa(isa which) {
+  if (!detail::is_supported(which)) {
+    detail::fail("normkit::set_isa: " + std::string(to_string(which)) +
+                 " is not supported on this CPU or in this build");
+  }
+  detail::active_isa_slot().store(which, std::memory_order_relaxed);
+}
+
+}  // namespace normkit

@@ -1,0 +1,137 @@
+// LayerNorm<T>: y = γ·(x − mean)/sqrt(var + eps) + β over each row of features, with its
+// training forward and backward.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "detail/checks.hpp"
+#include "detail/driver.hpp"
+#include "options.hpp"
+#include "types.hpp"
+
+namespace normkit {
+
+/// Layer normalization over the last dimension: each row of `features` values is normalized by
+/// its own mean and population variance (divided by features), never across rows.
+/// T is float, double, bfloat16 or float16; statistics and parameters are kept in accum_type.
+/// forward() is const and may run concurrently; backward() adds into the gradients.
+template <class T>
+class LayerNorm {
+  static_assert(detail::is_element_v<T>, "LayerNorm<T>: T must be float, double, bfloat16 or float16");
+
+ public:
+  using value_type = T;
+  using accum_type = accum_t<T>;
+
+  /// Throws std::invalid_argument if features is 0 or eps is negative or not finite.
+  explicit LayerNorm(std::size_t features, LayerNormOptions options = {})
+      : features_(features), options_(options) {
+    detail::check_features("normkit::LayerNorm", features);
+    detail::check_eps("normkit::LayerNorm", options.eps);
+    if (options.elementwise_affine) {
+      gamma_.assign(features, accum_type(1));
+      grad_gamma_.assign(features, accum_type(0));
+      if (options.bias) {
+        beta_.assign(features, accum_type(0));
+        grad_beta_.assign(features, accum_type(0));
+      }
+    }
+  }
+
+  std::size_t features() const noexcept { return features_; }
+  const LayerNormOptions& options() const noexcept { return options_; }
+
+  /// γ, features values starting at 1; empty without elementwise_affine.
+  std::span<accum_type> gamma() noexcept { return gamma_; }
+  std::span<const accum_type> gamma() const noexcept { return gamma_; }
+  /// β, features values starting at 0; empty without elementwise_affine or bias.
+  std::span<accum_type> beta() noexcept { return beta_; }
+  std::span<const accum_type> beta() const noexcept { return beta_; }
+  /// Gradient sums that backward() adds into; zero_grad() clears them.
+  std::span<accum_type> grad_gamma() noexcept { return grad_gamma_; }
+  std::span<const accum_type> grad_gamma() const noexcept { return grad_gamma_; }
+  std::span<accum_type> grad_beta() noexcept { return grad_beta_; }
+  std::span<const accum_type> grad_beta() const noexcept { return grad_beta_; }
+  void zero_grad() noexcept {
+    std::fill(grad_gamma_.begin(), grad_gamma_.end(), accum_type(0));
+    std::fill(grad_beta_.begin(), grad_beta_.end(), accum_type(0));
+  }
+
+  /// Inference: y = normalized x, for rows = x.size() / features rows, row-major.
+  /// y may be the very same memory as x. Throws std::invalid_argument, before writing
+  /// anything, if x.size() is not a multiple of features, y.size() != x.size(), or y partly
+  /// overlaps x (or γ/β).
+  void operator()(std::span<const T> x, std::span<T> y) const { forward(x, y); }
+  void forward(std::span<const T> x, std::span<T> y) const {
+    run_forward("normkit::LayerNorm::forward", x, y, {}, {}, false);
+  }
+  /// Training: also writes each row's mean and rstd = 1/sqrt(var + eps) into mean[0, rows)
+  /// and rstd[0, rows), for backward(). Throws as above, and if mean or rstd has fewer than
+  /// rows values or overlaps another argument.
+  void forward(std::span<const T> x, std::span<T> y, std::span<accum_type> mean,
+               std::span<accum_type> rstd) const {
+    run_forward("normkit::LayerNorm::forward", x, y, mean, rstd, true);
+  }
+
+  /// Gradients for the rows of x, given dy = ∂loss/∂y and the mean/rstd that training forward
+  /// saved for those rows: writes dx (skipped when dx is empty; may be the very same memory
+  /// as dy or x) and adds Σ dy·x̂ into grad_gamma() and Σ dy into grad_beta(). Throws
+  /// std::invalid_argument, before writing anything, on sizes that do not match x, mean or
+  /// rstd shorter than the rows, or partial overlap.
+  void backward(std::span<const T> dy, std::span<const T> x, std::span<const accum_type> mean,
+                std::span<const accum_type> rstd, std::span<T> dx) {
+    const char* fn = "normkit::LayerNorm::backward";
+    const std::size_t rows = detail::check_rows(fn, "x", x.size(), features_);
+    detail::check_same_size(fn, "dy", dy.size(), "x", x.size());
+    detail::check_per_row(fn, "mean", mean.size(), rows);
+    detail::check_per_row(fn, "rstd", rstd.size(), rows);
+    if (!dx.empty()) {
+      detail::check_same_size(fn, "dx", dx.size(), "x", x.size());
+      detail::check_in_place_or_disjoint(fn, "dx", dx, "dy", dy);
+      detail::check_in_place_or_disjoint(fn, "dx", dx, "x", x);
+      detail::check_disjoint(fn, "dx", dx, "mean", mean);
+      detail::check_disjoint(fn, "dx", dx, "rstd", rstd);
+    }
+    const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
+                                       dx.empty() ? nullptr : dx.data(), features_, features_,
+                                       gamma_.empty() ? nullptr : gamma_.data(), mean.data(), rstd.data(),
+                                       nullptr, nullptr};
+    detail::backward<detail::norm_kind::layer>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
+                                               grad_beta_.empty() ? nullptr : grad_beta_.data());
+  }
+
+ private:
+  void run_forward(const char* fn, std::span<const T> x, std::span<T> y, std::span<accum_type> mean,
+                   std::span<accum_type> rstd, bool training) const {
+    const std::size_t rows = detail::check_rows(fn, "x", x.size(), features_);
+    detail::check_same_size(fn, "y", y.size(), "x", x.size());
+    detail::check_in_place_or_disjoint(fn, "y", y, "x", x);
+    detail::check_disjoint(fn, "y", y, "gamma", std::span<const accum_type>(gamma_));
+    detail::check_disjoint(fn, "y", y, "beta", std::span<const accum_type>(beta_));
+    if (training) {
+      detail::check_per_row(fn, "mean", mean.size(), rows);
+      detail::check_per_row(fn, "rstd", rstd.size(), rows);
+      const auto used_mean = mean.first(rows), used_rstd = rstd.first(rows);
+      detail::check_disjoint(fn, "mean", used_mean, "rstd", used_rstd);
+      detail::check_disjoint(fn, "mean", used_mean, "x", x);
+      detail::check_disjoint(fn, "mean", used_mean, "y", y);
+      detail::check_disjoint(fn, "rstd", used_rstd, "x", x);
+      detail::check_disjoint(fn, "rstd", used_rstd, "y", y);
+    }
+    const detail::ForwardRows<T> args{x.data(), features_, y.data(), features_, features_,
+                                      gamma_.empty() ? nullptr : gamma_.data(),
+                                      beta_.empty() ? nullptr : beta_.data(),
+                                      training ? mean.data() : nullptr, training ? rstd.data() : nullptr,
+                                      options_.eps};
+    detail::forward_rows<detail::norm_kind::layer>(args, rows);
+  }
+
+  std::size_t features_;
+  LayerNormOptions options_;
+  std::vector<accum_type> gamma_, beta_, grad_gamma_, grad_beta_;
+};
+
+}  // namespace normkit

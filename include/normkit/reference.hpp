@@ -1,0 +1,139 @@
+// The naive double-precision reference of LayerNorm and RMSNorm, forward and backward: two-pass
+// statistics and the textbook formulas, written for obviousness, not speed. Every fast path
+// is tested against it, and users may check their own results with it.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "detail/checks.hpp"
+
+namespace normkit::reference {
+
+/// y for rows × features values, and each row's mean and rstd = 1/sqrt(var + eps)
+/// (for RMSNorm, mean stays empty and rstd = 1/sqrt(mean(x²) + eps)).
+struct Forward {
+  std::vector<double> y, mean, rstd;
+};
+
+/// dx, and the gradients of γ and β summed over the rows (β's empty for RMSNorm).
+struct Backward {
+  std::vector<double> dx, grad_gamma, grad_beta;
+};
+
+namespace detail {
+inline std::size_t rows_of(const char* fn, std::span<const double> x, std::size_t features) {
+  normkit::detail::check_features(fn, features);
+  return normkit::detail::check_rows(fn, "x", x.size(), features);
+}
+inline void check_parameter(const char* fn, const char* name, std::span<const double> p, std::size_t features) {
+  if (!p.empty()) normkit::detail::check_same_size(fn, name, p.size(), "features", features);
+}
+}  // namespace detail
+
+/// LayerNorm: y = (x − mean)·rstd·γ + β with the population variance (divided by features).
+/// An empty gamma means γ = 1, an empty beta β = 0.
+inline Forward layer_norm_forward(std::span<const double> x, std::size_t features, std::span<const double> gamma,
+                                  std::span<const double> beta, double eps) {
+  const char* fn = "normkit::reference::layer_norm_forward";
+  const std::size_t rows = detail::rows_of(fn, x, features);
+  detail::check_parameter(fn, "gamma", gamma, features);
+  detail::check_parameter(fn, "beta", beta, features);
+  Forward out{std::vector<double>(x.size()), std::vector<double>(rows), std::vector<double>(rows)};
+  const double n = static_cast<double>(features);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const double* row = x.data() + i * features;
+    double sum = 0;
+    for (std::size_t j = 0; j < features; ++j) sum += row[j];
+    const double mean = sum / n;
+    double squares = 0;
+    for (std::size_t j = 0; j < features; ++j) squares += (row[j] - mean) * (row[j] - mean);
+    const double rstd = 1 / std::sqrt(squares / n + eps);
+    out.mean[i] = mean;
+    out.rstd[i] = rstd;
+    for (std::size_t j = 0; j < features; ++j) {
+      const double g = gamma.empty() ? 1 : gamma[j], b = beta.empty() ? 0 : beta[j];
+      out.y[i * features + j] = (row[j] - mean) * rstd * g + b;
+    }
+  }
+  return out;
+}
+
+/// RMSNorm: y = x·rstd·γ with rstd = 1/sqrt(mean(x²) + eps). An empty gamma means γ = 1.
+inline Forward rms_norm_forward(std::span<const double> x, std::size_t features, std::span<const double> gamma,
+                                double eps) {
+  const char* fn = "normkit::reference::rms_norm_forward";
+  const std::size_t rows = detail::rows_of(fn, x, features);
+  detail::check_parameter(fn, "gamma", gamma, features);
+  Forward out{std::vector<double>(x.size()), {}, std::vector<double>(rows)};
+  for (std::size_t i = 0; i < rows; ++i) {
+    const double* row = x.data() + i * features;
+    double squares = 0;
+    for (std::size_t j = 0; j < features; ++j) squares += row[j] * row[j];
+    const double rstd = 1 / std::sqrt(squares / static_cast<double>(features) + eps);
+    out.rstd[i] = rstd;
+    for (std::size_t j = 0; j < features; ++j) {
+      out.y[i * features + j] = row[j] * rstd * (gamma.empty() ? 1 : gamma[j]);
+    }
+  }
+  return out;
+}
+
+/// LayerNorm gradients. Recomputes each row's statistics from x, then with x̂ = (x − mean)·rstd
+/// and g = dy·γ: dx = rstd·(g − mean(g) − x̂·mean(g·x̂)), grad_gamma = Σ dy·x̂, grad_beta = Σ dy.
+inline Backward layer_norm_backward(std::span<const double> dy, std::span<const double> x, std::size_t features,
+                                    std::span<const double> gamma, double eps) {
+  const char* fn = "normkit::reference::layer_norm_backward";
+  const std::size_t rows = detail::rows_of(fn, x, features);
+  normkit::detail::check_same_size(fn, "dy", dy.size(), "x", x.size());
+  detail::check_parameter(fn, "gamma", gamma, features);
+  const Forward f = layer_norm_forward(x, features, {}, {}, eps);  // f.y is x̂
+  Backward out{std::vector<double>(x.size()), std::vector<double>(features), std::vector<double>(features)};
+  const double n = static_cast<double>(features);
+  for (std::size_t i = 0; i < rows; ++i) {
+    double mean_g = 0, mean_gx = 0;
+    for (std::size_t j = 0; j < features; ++j) {
+      const double g = dy[i * features + j] * (gamma.empty() ? 1 : gamma[j]);
+      mean_g += g / n;
+      mean_gx += g * f.y[i * features + j] / n;
+    }
+    for (std::size_t j = 0; j < features; ++j) {
+      const std::size_t k = i * features + j;
+      const double g = dy[k] * (gamma.empty() ? 1 : gamma[j]);
+      out.dx[k] = f.rstd[i] * (g - mean_g - f.y[k] * mean_gx);
+      out.grad_gamma[j] += dy[k] * f.y[k];
+      out.grad_beta[j] += dy[k];
+    }
+  }
+  return out;
+}
+
+/// RMSNorm gradients. With x̂ = x·rstd and g = dy·γ: dx = rstd·(g − x̂·mean(g·x̂)) (no mean(g)
+/// term: RMSNorm does not center), grad_gamma = Σ dy·x̂.
+inline Backward rms_norm_backward(std::span<const double> dy, std::span<const double> x, std::size_t features,
+                                  std::span<const double> gamma, double eps) {
+  const char* fn = "normkit::reference::rms_norm_backward";
+  const std::size_t rows = detail::rows_of(fn, x, features);
+  normkit::detail::check_same_size(fn, "dy", dy.size(), "x", x.size());
+  detail::check_parameter(fn, "gamma", gamma, features);
+  const Forward f = rms_norm_forward(x, features, {}, eps);  // f.y is x̂
+  Backward out{std::vector<double>(x.size()), std::vector<double>(features), {}};
+  for (std::size_t i = 0; i < rows; ++i) {
+    double mean_gx = 0;
+    for (std::size_t j = 0; j < features; ++j) {
+      mean_gx += dy[i * features + j] * (gamma.empty() ? 1 : gamma[j]) * f.y[i * features + j] /
+                 static_cast<double>(features);
+    }
+    for (std::size_t j = 0; j < features; ++j) {
+      const std::size_t k = i * features + j;
+      const double g = dy[k] * (gamma.empty() ? 1 : gamma[j]);
+      out.dx[k] = f.rstd[i] * (g - f.y[k] * mean_gx);
+      out.grad_gamma[j] += dy[k] * f.y[k];
+    }
+  }
+  return out;
+}
+
+}  // namespace normkit::reference
