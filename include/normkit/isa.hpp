@@ -13,6 +13,10 @@
 #include "detail/error.hpp"
 #include "detail/targets.hpp"
 
+#if NORMKIT_TARGET_ATTRIBUTES
+#include <cpuid.h>
+#endif
+
 namespace normkit {
 
 /// An instruction set normkit has kernels for. `avx2` means AVX2 with FMA; `avx512` means
@@ -32,13 +36,22 @@ constexpr std::string_view to_string(isa which) noexcept {
 
 namespace detail {
 
+#if NORMKIT_TARGET_ATTRIBUTES
+/// F16C (float16 conversions) came with every AVX2 CPU, but is checked rather than assumed;
+/// clang 14's __builtin_cpu_supports does not know its name, so CPUID leaf 1 is read directly.
+inline bool has_f16c() noexcept {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+#endif
+
 inline bool cpu_has(isa which) noexcept {
   switch (which) {
     case isa::scalar: return true;
     case isa::avx2:
 #if NORMKIT_HAVE_AVX2 && NORMKIT_TARGET_ATTRIBUTES
       __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 #else
       return NORMKIT_HAVE_AVX2 != 0;  // compiled in only when the flags already require it
 #endif

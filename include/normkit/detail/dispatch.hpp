@@ -17,10 +17,52 @@
 #include "rows.hpp"
 #include "targets.hpp"
 
+#if NORMKIT_HAVE_AVX2 || NORMKIT_HAVE_AVX512
+#include <immintrin.h>
+#endif
+#if NORMKIT_HAVE_NEON
+#include <arm_neon.h>
+#endif
+
 #include "../arch/scalar.hpp"
 #define NORMKIT_KERNEL_NS scalar
 #include "kernels-inl.hpp"
 #undef NORMKIT_KERNEL_NS
+
+#if NORMKIT_HAVE_AVX2
+NORMKIT_TARGET_PUSH("avx2,fma,f16c")
+#include "../arch/avx2.hpp"
+#define NORMKIT_KERNEL_NS avx2
+#include "kernels-inl.hpp"
+#undef NORMKIT_KERNEL_NS
+NORMKIT_TARGET_POP()
+#endif
+
+#if NORMKIT_HAVE_AVX512
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized flags
+// wherever they are inlined (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+NORMKIT_TARGET_PUSH("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#include "../arch/avx512.hpp"
+#define NORMKIT_KERNEL_NS avx512
+#include "kernels-inl.hpp"
+#undef NORMKIT_KERNEL_NS
+NORMKIT_TARGET_POP()
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
+#if NORMKIT_HAVE_NEON
+#include "../arch/neon.hpp"
+#define NORMKIT_KERNEL_NS neon
+#include "kernels-inl.hpp"
+#undef NORMKIT_KERNEL_NS
+#endif
 
 namespace normkit::detail {
 
@@ -29,10 +71,17 @@ namespace normkit::detail {
 template <class Fn>
 decltype(auto) with_active_kernels(Fn&& fn) {
   switch (active_isa()) {
-    case isa::scalar:
-    default: break;
+#if NORMKIT_HAVE_AVX512
+    case isa::avx512: return fn(avx512::Kernels{});
+#endif
+#if NORMKIT_HAVE_AVX2
+    case isa::avx2: return fn(avx2::Kernels{});
+#endif
+#if NORMKIT_HAVE_NEON
+    case isa::neon: return fn(neon::Kernels{});
+#endif
+    default: return fn(scalar::Kernels{});
   }
-  return fn(scalar::Kernels{});
 }
 
 }  // namespace normkit::detail

@@ -1,0 +1,100 @@
+// The vector operations for AVX-512 F/BW/VL/DQ: 16 floats or 8 doubles per register, with
+// masked loads and stores for the tails. See arch/scalar.hpp for the list every arch/ file
+// provides. Included by detail/dispatch.hpp inside the AVX-512 target region only.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../types.hpp"
+
+namespace normkit::detail::avx512 {
+
+template <class A>
+struct Simd;
+
+template <>
+struct Simd<float> {
+  using vec = __m512;
+  static constexpr std::size_t lanes = 16;
+
+  static __mmask16 mask(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1); }
+
+  static vec zero() { return _mm512_setzero_ps(); }
+  static vec set(float a) { return _mm512_set1_ps(a); }
+
+  static vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static vec load(const bfloat16* p) { return widen_bfloat16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static vec load(const float16* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+
+  static vec load_n(const float* p, std::size_t n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static vec load_n(const bfloat16* p, std::size_t n) { return widen_bfloat16(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static vec load_n(const float16* p, std::size_t n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p)); }
+
+  static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
+  static void store(bfloat16* p, vec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), to_bfloat16(v)); }
+  static void store(float16* p, vec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), to_float16(v)); }
+
+  static void store_n(float* p, vec v, std::size_t n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static void store_n(bfloat16* p, vec v, std::size_t n) { _mm256_mask_storeu_epi16(p, mask(n), to_bfloat16(v)); }
+  static void store_n(float16* p, vec v, std::size_t n) { _mm256_mask_storeu_epi16(p, mask(n), to_float16(v)); }
+
+  static vec keep_n(vec v, std::size_t n) { return _mm512_maskz_mov_ps(mask(n), v); }
+  static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
+  static vec sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
+  static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+  static vec mul_add(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+  // Stays in 512-bit registers: GCC 12's 512→256-bit casts trip -Wuninitialized in its headers.
+  static float sum(vec v) {
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_cvtss_f32(v);
+  }
+
+  static vec widen_bfloat16(__m256i halves) {  // bfloat16 is the top half of a float
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
+  }
+  /// Round to nearest even, as bfloat16(float) does; NaNs keep their top half, made quiet.
+  static __m256i to_bfloat16(vec v) {
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m512i top = _mm512_srli_epi32(bits, 16);
+    const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    const __m512i quiet = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
+    const __m512i halves = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, quiet);
+    return _mm512_cvtepi32_epi16(halves);
+  }
+  static __m256i to_float16(vec v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+};
+
+template <>
+struct Simd<double> {
+  using vec = __m512d;
+  static constexpr std::size_t lanes = 8;
+
+  static __mmask8 mask(std::size_t n) { return static_cast<__mmask8>((1u << n) - 1); }
+
+  static vec zero() { return _mm512_setzero_pd(); }
+  static vec set(double a) { return _mm512_set1_pd(a); }
+  static vec load(const double* p) { return _mm512_loadu_pd(p); }
+  static vec load_n(const double* p, std::size_t n) { return _mm512_maskz_loadu_pd(mask(n), p); }
+  static void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
+  static void store_n(double* p, vec v, std::size_t n) { _mm512_mask_storeu_pd(p, mask(n), v); }
+  static vec keep_n(vec v, std::size_t n) { return _mm512_maskz_mov_pd(mask(n), v); }
+  static vec add(vec a, vec b) { return _mm512_add_pd(a, b); }
+  static vec sub(vec a, vec b) { return _mm512_sub_pd(a, b); }
+  static vec mul(vec a, vec b) { return _mm512_mul_pd(a, b); }
+  static vec mul_add(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
+  static double sum(vec v) {
+    v = _mm512_add_pd(v, _mm512_shuffle_f64x2(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_add_pd(v, _mm512_shuffle_f64x2(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_add_pd(v, _mm512_permute_pd(v, 0x55));
+    return _mm512_cvtsd_f64(v);
+  }
+};
+
+}  // namespace normkit::detail::avx512
