@@ -132,7 +132,7 @@ inline isa active_isa() noexcept { return detail::active_isa_slot().load(std::me
 /// Runs every later call on `which`. Throws std::invalid_argument if it is not supported here.
 inline void set_isa(isa which) {
   if (!detail::is_supported(which)) {
-    detail::fail("normkit::set_isa: " + std::string(to_string(which)) +
+    detail::fail(std::string("normkit::set_isa: ") + std::string(to_string(which)) +
                  " is not supported on this CPU or in this build");
   }
   detail::active_isa_slot().store(which, std::memory_order_relaxed);

@@ -98,7 +98,7 @@ class LayerNorm {
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), mean.data(), rstd.data(),
-                                       nullptr, nullptr};
+                                       nullptr, nullptr, detail::should_stream(dx.size_bytes())};
     detail::backward<detail::norm_kind::layer>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
                                                grad_beta_.empty() ? nullptr : grad_beta_.data());
   }
@@ -125,7 +125,7 @@ class LayerNorm {
                                       gamma_.empty() ? nullptr : gamma_.data(),
                                       beta_.empty() ? nullptr : beta_.data(),
                                       training ? mean.data() : nullptr, training ? rstd.data() : nullptr,
-                                      options_.eps};
+                                      options_.eps, detail::should_stream(y.size_bytes())};
     detail::forward_rows<detail::norm_kind::layer>(args, rows);
   }
 

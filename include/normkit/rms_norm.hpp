@@ -79,7 +79,7 @@ class RMSNorm {
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), nullptr, rstd.data(),
-                                       nullptr, nullptr};
+                                       nullptr, nullptr, detail::should_stream(dx.size_bytes())};
     detail::backward<detail::norm_kind::rms>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
                                              nullptr);
   }
@@ -98,7 +98,7 @@ class RMSNorm {
     }
     const detail::ForwardRows<T> args{x.data(), features_, y.data(), features_, features_,
                                       gamma_.empty() ? nullptr : gamma_.data(), nullptr, nullptr,
-                                      training ? rstd.data() : nullptr, options_.eps};
+                                      training ? rstd.data() : nullptr, options_.eps, detail::should_stream(y.size_bytes())};
     detail::forward_rows<detail::norm_kind::rms>(args, rows);
   }
 

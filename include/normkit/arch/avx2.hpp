@@ -62,6 +62,13 @@ struct Simd<float> {
     std::memcpy(p, buffer, n * sizeof(T));
   }
 
+  static void stream(float* p, vec v) { _mm256_stream_ps(p, v); }
+  static void stream(bfloat16* p, vec v) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), to_bfloat16(v)); }
+  static void stream(float16* p, vec v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void stream_fence() { _mm_sfence(); }
+
   static vec keep_n(vec v, std::size_t n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
   static vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
   static vec sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
@@ -104,6 +111,8 @@ struct Simd<double> {
   static vec load_n(const double* p, std::size_t n) { return _mm256_maskload_pd(p, mask(n)); }
   static void store(double* p, vec v) { _mm256_storeu_pd(p, v); }
   static void store_n(double* p, vec v, std::size_t n) { _mm256_maskstore_pd(p, mask(n), v); }
+  static void stream(double* p, vec v) { _mm256_stream_pd(p, v); }
+  static void stream_fence() { _mm_sfence(); }
   static vec keep_n(vec v, std::size_t n) { return _mm256_and_pd(v, _mm256_castsi256_pd(mask(n))); }
   static vec add(vec a, vec b) { return _mm256_add_pd(a, b); }
   static vec sub(vec a, vec b) { return _mm256_sub_pd(a, b); }

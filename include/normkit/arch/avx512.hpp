@@ -41,6 +41,11 @@ struct Simd<float> {
   static void store_n(bfloat16* p, vec v, std::size_t n) { _mm256_mask_storeu_epi16(p, mask(n), to_bfloat16(v)); }
   static void store_n(float16* p, vec v, std::size_t n) { _mm256_mask_storeu_epi16(p, mask(n), to_float16(v)); }
 
+  static void stream(float* p, vec v) { _mm512_stream_ps(p, v); }
+  static void stream(bfloat16* p, vec v) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), to_bfloat16(v)); }
+  static void stream(float16* p, vec v) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), to_float16(v)); }
+  static void stream_fence() { _mm_sfence(); }
+
   static vec keep_n(vec v, std::size_t n) { return _mm512_maskz_mov_ps(mask(n), v); }
   static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
   static vec sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
@@ -68,7 +73,11 @@ struct Simd<float> {
     const __m512i halves = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, quiet);
     return _mm512_cvtepi32_epi16(halves);
   }
-  static __m256i to_float16(vec v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // The masked form: without optimization GCC 12 expands _mm512_cvtps_ph to a macro passing -1
+  // as the mask, which -Wsign-conversion flags here.
+  static __m256i to_float16(vec v) {
+    return _mm512_maskz_cvtps_ph(static_cast<__mmask16>(0xffff), v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
 };
 
 template <>
@@ -84,6 +93,8 @@ struct Simd<double> {
   static vec load_n(const double* p, std::size_t n) { return _mm512_maskz_loadu_pd(mask(n), p); }
   static void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
   static void store_n(double* p, vec v, std::size_t n) { _mm512_mask_storeu_pd(p, mask(n), v); }
+  static void stream(double* p, vec v) { _mm512_stream_pd(p, v); }
+  static void stream_fence() { _mm_sfence(); }
   static vec keep_n(vec v, std::size_t n) { return _mm512_maskz_mov_pd(mask(n), v); }
   static vec add(vec a, vec b) { return _mm512_add_pd(a, b); }
   static vec sub(vec a, vec b) { return _mm512_sub_pd(a, b); }

@@ -55,6 +55,11 @@ struct Simd<float> {
     std::memcpy(p, buffer, n * sizeof(T));
   }
 
+  // AArch64 has no vector non-temporal store worth the name (STNP is a hint on pairs of
+  // registers); ordinary stores.
+  template <class T>
+  static void stream(T* p, vec v) { store(p, v); }
+  static void stream_fence() {}
   static vec keep_n(vec v, std::size_t n) {
     return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(v), vld1q_u32(kLaneMask + 4 - n)));
   }
@@ -86,6 +91,8 @@ struct Simd<double> {
   static vec load_n(const double* p, std::size_t) { return vsetq_lane_f64(*p, zero(), 0); }  // n is 1
   static void store(double* p, vec v) { vst1q_f64(p, v); }
   static void store_n(double* p, vec v, std::size_t) { *p = vgetq_lane_f64(v, 0); }
+  static void stream(double* p, vec v) { store(p, v); }
+  static void stream_fence() {}
   static vec keep_n(vec v, std::size_t n) {
     return vreinterpretq_f64_u64(vandq_u64(vreinterpretq_u64_f64(v), vld1q_u64(kLaneMask64 + 2 - n)));
   }

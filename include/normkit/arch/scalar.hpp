@@ -7,6 +7,8 @@
 //   load(p), load_n(p, n)          lanes from p (T = A, or a 16-bit type widened to float);
 //                                  load_n reads only p[0..n) and zeroes the other lanes
 //   store(p, v), store_n(p, v, n)  to p (rounded once to T); store_n writes only p[0..n)
+//   stream(p, v), stream_fence()   a store that bypasses the cache, to p aligned for a whole
+//                                  vector of T; the fence orders all of them before later stores
 //   keep_n(v, n)                   lanes [0, n) of v, the others 0
 //   add, sub, mul, mul_add(a,b,c)  lane-wise; mul_add is a·b + c, fused where the ISA can
 //   sum(v)                         the horizontal sum of the lanes
@@ -35,6 +37,9 @@ struct Simd {
   static void store(T* p, vec v) { *p = static_cast<T>(v); }
   template <class T>
   static void store_n(T* p, vec v, std::size_t) { store(p, v); }
+  template <class T>
+  static void stream(T* p, vec v) { store(p, v); }
+  static void stream_fence() {}
   static vec keep_n(vec v, std::size_t) { return v; }
   static vec add(vec a, vec b) { return a + b; }
   static vec sub(vec a, vec b) { return a - b; }

@@ -22,10 +22,12 @@
 
 namespace normkit::detail::NORMKIT_KERNEL_NS {
 
-// kBlock = 4 vectors per lane update: the block's two passes are 4 independent add/FMA chains,
-// and the serial Chan update (a sub and an FMA, ~8 cycles of latency) is paid once per 4 loads.
-inline constexpr std::size_t kBlock = 4;
-inline constexpr std::size_t kChunkBlocks = 16;
+// kBlock = 8 vectors per lane update. A block costs 8 FMAs (shift), 8 adds (sum), 8 subs and 8
+// FMAs (squared deviations) and 6 ops to merge: 4.75 ops per vector against 6.25 with blocks
+// of 4, and the serial part (the running mean's sub + FMA, 3 + 4 cycles of latency on Zen 4
+// and Skylake) stays far below the ~19 cycles the block's 38 ops need on two FMA ports.
+inline constexpr std::size_t kBlock = 8;
+inline constexpr std::size_t kChunkBlocks = 8;
 inline constexpr std::size_t kChunkVectors = kBlock * kChunkBlocks;
 
 /// Chan's weights for merging block b + 1 (kBlock values per lane) into the b blocks before it:
@@ -86,24 +88,36 @@ Moments shifted_moments(const T* x, std::size_t n, A scale, A shift) {
   using V = typename S::vec;
   constexpr std::size_t W = S::lanes, step = kBlock * W;
   static constexpr BlockWeights<A> weights{};
-  const V vscale = S::set(scale), vshift = S::set(-shift), quarter = S::set(A(1) / A(kBlock));
+  const V vscale = S::set(scale), vshift = S::set(-shift), inv_block = S::set(A(1) / A(kBlock));
   Moments total;
   std::size_t j = 0;
   while (n - j >= step) {
     const std::size_t blocks = (n - j) / step < kChunkBlocks ? (n - j) / step : kChunkBlocks;
     V mean = S::zero(), m2 = S::zero();
     for (std::size_t b = 0; b < blocks; ++b, j += step) {
-      const V d0 = S::mul_add(S::load(x + j), vscale, vshift);
-      const V d1 = S::mul_add(S::load(x + j + W), vscale, vshift);
-      const V d2 = S::mul_add(S::load(x + j + 2 * W), vscale, vshift);
-      const V d3 = S::mul_add(S::load(x + j + 3 * W), vscale, vshift);
-      const V block_mean = S::mul(S::add(S::add(d0, d1), S::add(d2, d3)), quarter);
-      const V e0 = S::sub(d0, block_mean), e1 = S::sub(d1, block_mean);
-      const V e2 = S::sub(d2, block_mean), e3 = S::sub(d3, block_mean);
-      const V block_m2 = S::add(S::mul_add(e0, e0, S::mul(e1, e1)), S::mul_add(e2, e2, S::mul(e3, e3)));
+      V d[kBlock];
+      NORMKIT_UNROLL
+      for (std::size_t k = 0; k < kBlock; ++k) d[k] = S::mul_add(S::load(x + j + k * W), vscale, vshift);
+      V even = d[0], odd = d[1];  // two chains halve the sum's latency
+      NORMKIT_UNROLL
+      for (std::size_t k = 2; k < kBlock; k += 2) {
+        even = S::add(even, d[k]);
+        odd = S::add(odd, d[k + 1]);
+      }
+      const V block_mean = S::mul(S::add(even, odd), inv_block);
+      V e = S::sub(d[0], block_mean), f = S::sub(d[1], block_mean);
+      even = S::mul(e, e);
+      odd = S::mul(f, f);
+      NORMKIT_UNROLL
+      for (std::size_t k = 2; k < kBlock; k += 2) {
+        e = S::sub(d[k], block_mean);
+        f = S::sub(d[k + 1], block_mean);
+        even = S::mul_add(e, e, even);
+        odd = S::mul_add(f, f, odd);
+      }
       const V delta = S::sub(block_mean, mean);
       mean = S::mul_add(delta, S::set(weights.mean[b]), mean);
-      m2 = S::add(m2, S::mul_add(S::mul(delta, delta), S::set(weights.m2[b]), block_m2));
+      m2 = S::add(m2, S::mul_add(S::mul(delta, delta), S::set(weights.m2[b]), S::add(even, odd)));
     }
     total = merge(total, merge_lanes<A>(mean, m2, blocks * kBlock));
   }
@@ -113,24 +127,77 @@ Moments shifted_moments(const T* x, std::size_t n, A scale, A shift) {
 
 /// Sums of N per-element terms over a row of n values. `terms.add(j, acc)` adds the terms of
 /// the full vector at j into acc[0..N); `terms.add_n(j, count, acc)` those of the first count
-/// lanes. Accumulated in A within chunks and in double across them.
+/// lanes. Accumulated in A within chunks and in double across them. kSets independent sets of
+/// accumulators: an add or FMA has 4 cycles of latency and two issue per cycle, so 8 chains
+/// keep both ports busy; with 3 terms, 2 sets (6 chains) fit AVX2's 16 registers.
 template <class A, std::size_t N, class Terms>
 void row_sums(std::size_t n, const Terms& terms, double (&total)[N]) {
   using S = Simd<A>;
   using V = typename S::vec;
-  constexpr std::size_t W = S::lanes, chunk = kChunkVectors * W;
+  constexpr std::size_t W = S::lanes, chunk = kChunkVectors * W, kSets = N == 1 ? 8 : 2;
   for (std::size_t i = 0; i < N; ++i) total[i] = 0;
   for (std::size_t j = 0; j < n;) {
     const std::size_t end = n - j > chunk ? j + chunk : n;
-    V acc[N];
-    for (std::size_t i = 0; i < N; ++i) acc[i] = S::zero();
-    for (; j + W <= end; j += W) terms.add(j, acc);
+    V acc[kSets][N];
+    NORMKIT_UNROLL
+    for (std::size_t s = 0; s < kSets; ++s) {
+      NORMKIT_UNROLL
+      for (std::size_t i = 0; i < N; ++i) acc[s][i] = S::zero();
+    }
+    for (; j + kSets * W <= end; j += kSets * W) {
+      NORMKIT_UNROLL
+      for (std::size_t s = 0; s < kSets; ++s) terms.add(j + s * W, acc[s]);
+    }
+    for (; j + W <= end; j += W) terms.add(j, acc[0]);
     if (j < end) {
-      terms.add_n(j, end - j, acc);
+      terms.add_n(j, end - j, acc[0]);
       j = end;
     }
-    for (std::size_t i = 0; i < N; ++i) total[i] += static_cast<double>(S::sum(acc[i]));
+    NORMKIT_UNROLL
+    for (std::size_t i = 0; i < N; ++i) {
+      V sum = acc[0][i];
+      NORMKIT_UNROLL
+      for (std::size_t s = 1; s < kSets; ++s) sum = S::add(sum, acc[s][i]);
+      total[i] += static_cast<double>(S::sum(sum));
+    }
   }
+}
+
+/// A full vector (Full) or the first `count` lanes at p.
+template <bool Full, class T>
+auto load(const T* p, std::size_t count) {
+  using S = Simd<accum_t<T>>;
+  if constexpr (Full) return S::load(p);
+  else return S::load_n(p, count);
+}
+
+/// Elements before p reaches an address aligned for a whole vector of T.
+template <class A, class T>
+std::size_t unaligned_head(const T* p) {
+  constexpr std::size_t W = Simd<A>::lanes;
+  return (W - (reinterpret_cast<std::uintptr_t>(p) / sizeof(T)) % W) % W;
+}
+
+/// Writes y[0, n) from out.value<Full>(j, count), one vector at a time. With Stream the full
+/// vectors bypass the cache (non-temporal stores, from the first aligned address on): for an
+/// output larger than the last-level cache, a normal store would first read each line it is
+/// about to overwrite, a third stream of memory traffic next to reading x and writing y.
+template <bool Stream, class A, class T, class Out>
+void write_row(T* y, std::size_t n, const Out& out_ref) {
+  using S = Simd<A>;
+  // A local copy: stores to y could alias the caller's object, forcing a reload of every
+  // broadcast constant after every store; a local's address never escapes.
+  const Out out = out_ref;
+  constexpr std::size_t W = S::lanes;
+  std::size_t j = 0;
+  if constexpr (Stream) {
+    const std::size_t head = unaligned_head<A>(y) < n ? unaligned_head<A>(y) : n;
+    if (head > 0) S::store_n(y, out.template value<false>(0, head), head);
+    for (j = head; j + W <= n; j += W) S::stream(y + j, out.template value<true>(j, W));
+  } else {
+    for (; j + W <= n; j += W) S::store(y + j, out.template value<true>(j, W));
+  }
+  if (j < n) S::store_n(y + j, out.template value<false>(j, n - j), n - j);
 }
 
 /// The largest |x| of a row, or NaN if any value is NaN or ±Inf. Only for the rare rows whose
@@ -191,9 +258,11 @@ LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps) {
       var = m.m2 / m.count;
     }
   }
-  const double center = static_cast<double>(shift) + m.mean;
-  const A hi = static_cast<A>(center);
-  A lo = static_cast<A>(center - static_cast<double>(hi));
+  // shift + m.mean exactly, as a double pair, then as an A pair: for double rows the second
+  // word is what keeps 1e4 + N(0,1) exact to the last digits.
+  const TwoSum center = two_sum(static_cast<double>(shift), m.mean);
+  const A hi = static_cast<A>(center.sum);
+  A lo = static_cast<A>((center.sum - static_cast<double>(hi)) + center.error);
   // The first element was far from the mean (|mean − x₀| > 8σ), so the lanes accumulated
   // numbers of size |mean − x₀| and m.mean carries A's rounding at that size. Measure the
   // remainder after hi directly: x·scale − hi is now of the size of σ.
@@ -202,47 +271,80 @@ LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps) {
     row_sums<A, 1>(n, CenteredTerms<T, A>{x, S::set(scale), S::set(-hi)}, sum);
     lo = static_cast<A>(sum[0] / static_cast<double>(n));
   }
-  const double r = scaled_rstd(var, eps, static_cast<double>(scale));
-  const double mean = (static_cast<double>(hi) + static_cast<double>(lo)) / static_cast<double>(scale);
-  const double rstd = static_cast<double>(scale) / std::sqrt(eps == 0 ? var : var + eps * static_cast<double>(scale) * static_cast<double>(scale));
-  return {scale, hi, lo, static_cast<A>(r), mean, rstd};
+  const double s = static_cast<double>(scale);
+  const double r = scaled_rstd(var, eps, s);
+  const double mean = static_cast<double>(hi) + static_cast<double>(lo);
+  if (scale == 1) return {scale, hi, lo, static_cast<A>(applied_rstd(r)), mean, r};
+  return {scale, hi, lo, static_cast<A>(applied_rstd(r)), mean / s, r * s};
 }
 
+/// y = ((x·scale − hi) − lo)·r·γ + β, one vector at a time (see write_row).
 template <bool Gamma, bool Beta, class T, class A>
-void layer_norm_apply(const T* x, T* y, std::size_t n, const A* gamma, const A* beta,
-                      const LayerNormRow<A>& row) {
+struct LayerNormOutput {
   using S = Simd<A>;
   using V = typename S::vec;
-  constexpr std::size_t W = S::lanes;
-  const V scale = S::set(row.scale), neg_hi = S::set(-row.hi), lo = S::set(row.lo), r = S::set(row.r);
-  std::size_t j = 0;
-  for (; j + W <= n; j += W) {
-    V v = S::mul(S::sub(S::mul_add(S::load(x + j), scale, neg_hi), lo), r);
-    if constexpr (Gamma && Beta) v = S::mul_add(v, S::load(gamma + j), S::load(beta + j));
-    else if constexpr (Gamma) v = S::mul(v, S::load(gamma + j));
-    S::store(y + j, v);
+  const T* x;
+  const A* gamma;
+  const A* beta;
+  V scale, neg_hi, lo, r;
+
+  template <bool Full>
+  V value(std::size_t j, std::size_t count) const {
+    V v = S::mul(S::sub(S::mul_add(load<Full>(x + j, count), scale, neg_hi), lo), r);
+    if constexpr (Gamma && Beta) v = S::mul_add(v, load<Full>(gamma + j, count), load<Full>(beta + j, count));
+    else if constexpr (Gamma) v = S::mul(v, load<Full>(gamma + j, count));
+    return v;
   }
-  if (j < n) {
-    const std::size_t count = n - j;
-    V v = S::mul(S::sub(S::mul_add(S::load_n(x + j, count), scale, neg_hi), lo), r);
-    if constexpr (Gamma && Beta) v = S::mul_add(v, S::load_n(gamma + j, count), S::load_n(beta + j, count));
-    else if constexpr (Gamma) v = S::mul(v, S::load_n(gamma + j, count));
-    S::store_n(y + j, v, count);
+};
+
+template <bool Stream, bool Gamma, bool Beta, class T, class A>
+void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNormRow<A>& row) {
+  using S = Simd<A>;
+  write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A>{x, a.gamma, a.beta, S::set(row.scale), S::set(-row.hi), S::set(row.lo), S::set(row.r)});
+}
+
+/// Rows are normalized in groups of up to kGroupRows rows and kGroupBytes of input: first the
+/// statistics of every row, then every output. A row's statistics end in a serial chain of
+/// ~100 cycles (horizontal sums, a division, a square root); issued back to back, the
+/// statistics of several short rows overlap in the core's reorder window instead of each
+/// waiting behind the previous row's outputs. The group stays in L1 for the second pass.
+inline constexpr std::size_t kGroupRows = 16;
+inline constexpr std::size_t kGroupBytes = 16384;
+
+template <class T>
+std::size_t group_rows(std::size_t features) {
+  const std::size_t fit = kGroupBytes / (features * sizeof(T));
+  return fit < 1 ? 1 : (fit > kGroupRows ? kGroupRows : fit);
+}
+
+template <bool Stream, class T>
+void layer_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+  using A = accum_t<T>;
+  const std::size_t group = group_rows<T>(a.features);
+  LayerNormRow<A> stats[kGroupRows];
+  for (std::size_t first = begin; first < end; first += group) {
+    const std::size_t count = end - first < group ? end - first : group;
+    for (std::size_t k = 0; k < count; ++k) stats[k] = layer_norm_row(a.x + (first + k) * a.x_stride, a.features, a.eps);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = first + k;
+      if (a.mean != nullptr) a.mean[i] = static_cast<A>(stats[k].mean);
+      if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(stats[k].rstd);
+      const T* x = a.x + i * a.x_stride;
+      T* y = a.y + i * a.y_stride;
+      if (a.gamma != nullptr && a.beta != nullptr) layer_norm_apply<Stream, true, true>(a, x, y, stats[k]);
+      else if (a.gamma != nullptr) layer_norm_apply<Stream, true, false>(a, x, y, stats[k]);
+      else layer_norm_apply<Stream, false, false>(a, x, y, stats[k]);
+    }
   }
 }
 
 template <class T>
 void layer_norm_forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  using A = accum_t<T>;
-  for (std::size_t i = begin; i < end; ++i) {
-    const T* x = a.x + i * a.x_stride;
-    T* y = a.y + i * a.y_stride;
-    const LayerNormRow<A> row = layer_norm_row(x, a.features, a.eps);
-    if (a.mean != nullptr) a.mean[i] = static_cast<A>(row.mean);
-    if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(row.rstd);
-    if (a.gamma != nullptr && a.beta != nullptr) layer_norm_apply<true, true>(x, y, a.features, a.gamma, a.beta, row);
-    else if (a.gamma != nullptr) layer_norm_apply<true, false>(x, y, a.features, a.gamma, a.beta, row);
-    else layer_norm_apply<false, false>(x, y, a.features, a.gamma, a.beta, row);
+  if (a.stream) {
+    layer_norm_forward_rows<true>(a, begin, end);
+    Simd<accum_t<T>>::stream_fence();
+  } else {
+    layer_norm_forward_rows<false>(a, begin, end);
   }
 }
 
@@ -285,42 +387,62 @@ RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps) {
       scale = static_cast<A>(row_scale<A>(peak));
       row_sums<A, 1>(n, SquareTerms<T, A>{x, S::set(scale)}, sum);
       ms = sum[0] / static_cast<double>(n);
+    } else if (!(peak <= std::numeric_limits<double>::max())) {
+      // A NaN or ±Inf in the row. With Inf the mean square is Inf and finite values would come
+      // out as 0, the limit; a NaN row says plainly that its input was not finite, as
+      // LayerNorm's does.
+      ms = std::numeric_limits<double>::quiet_NaN();
     }
   }
   const double s = static_cast<double>(scale);
-  return {scale, static_cast<A>(scaled_rstd(ms, eps, s)), s / std::sqrt(eps == 0 ? ms : ms + eps * s * s)};
+  const double r = scaled_rstd(ms, eps, s);
+  return {scale, static_cast<A>(applied_rstd(r)), r * s};
 }
 
+/// y = (x·scale)·r·γ, one vector at a time (see write_row).
 template <bool Gamma, class T, class A>
-void rms_norm_apply(const T* x, T* y, std::size_t n, const A* gamma, const RmsNormRow<A>& row) {
+struct RmsNormOutput {
   using S = Simd<A>;
   using V = typename S::vec;
-  constexpr std::size_t W = S::lanes;
-  const V scale = S::set(row.scale), r = S::set(row.r);
-  std::size_t j = 0;
-  for (; j + W <= n; j += W) {
-    V v = S::mul(S::mul(S::load(x + j), scale), r);
-    if constexpr (Gamma) v = S::mul(v, S::load(gamma + j));
-    S::store(y + j, v);
+  const T* x;
+  const A* gamma;
+  V scale, r;
+
+  template <bool Full>
+  V value(std::size_t j, std::size_t count) const {
+    V v = S::mul(S::mul(load<Full>(x + j, count), scale), r);
+    if constexpr (Gamma) v = S::mul(v, load<Full>(gamma + j, count));
+    return v;
   }
-  if (j < n) {
-    const std::size_t count = n - j;
-    V v = S::mul(S::mul(S::load_n(x + j, count), scale), r);
-    if constexpr (Gamma) v = S::mul(v, S::load_n(gamma + j, count));
-    S::store_n(y + j, v, count);
+};
+
+template <bool Stream, class T>
+void rms_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+  using A = accum_t<T>;
+  using S = Simd<A>;
+  const std::size_t group = group_rows<T>(a.features);
+  RmsNormRow<A> stats[kGroupRows];
+  for (std::size_t first = begin; first < end; first += group) {
+    const std::size_t count = end - first < group ? end - first : group;
+    for (std::size_t k = 0; k < count; ++k) stats[k] = rms_norm_row(a.x + (first + k) * a.x_stride, a.features, a.eps);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = first + k;
+      if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(stats[k].rstd);
+      const T* x = a.x + i * a.x_stride;
+      T* y = a.y + i * a.y_stride;
+      if (a.gamma != nullptr) write_row<Stream, A>(y, a.features, RmsNormOutput<true, T, A>{x, a.gamma, S::set(stats[k].scale), S::set(stats[k].r)});
+      else write_row<Stream, A>(y, a.features, RmsNormOutput<false, T, A>{x, a.gamma, S::set(stats[k].scale), S::set(stats[k].r)});
+    }
   }
 }
 
 template <class T>
 void rms_norm_forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  using A = accum_t<T>;
-  for (std::size_t i = begin; i < end; ++i) {
-    const T* x = a.x + i * a.x_stride;
-    T* y = a.y + i * a.y_stride;
-    const RmsNormRow<A> row = rms_norm_row(x, a.features, a.eps);
-    if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(row.rstd);
-    if (a.gamma != nullptr) rms_norm_apply<true>(x, y, a.features, a.gamma, row);
-    else rms_norm_apply<false>(x, y, a.features, a.gamma, row);
+  if (a.stream) {
+    rms_norm_forward_rows<true>(a, begin, end);
+    Simd<accum_t<T>>::stream_fence();
+  } else {
+    rms_norm_forward_rows<false>(a, begin, end);
   }
 }
 
@@ -392,74 +514,72 @@ struct BackwardPass {
   using V = typename S::vec;
   const T* dy;
   const T* x;
-  T* dx;
   const A* gamma;
   A* grad_gamma;
   A* grad_beta;
   V mean, r, neg_correction, neg_dx_xhat, neg_dx_const;
 
-  template <bool Full, class U>
-  static V get(const U* p, std::size_t count) {
-    if constexpr (Full) return S::load(p);
-    else return S::load_n(p, count);
+  /// Adds this vector's share into the γ/β gradients and returns its dx.
+  template <bool Full>
+  V value(std::size_t j, std::size_t count) const {
+    const V dyv = load<Full>(dy + j, count);
+    const V xhat = S::mul_add(S::sub(load<Full>(x + j, count), mean), r, neg_correction);
+    if constexpr (Gamma) put<Full>(grad_gamma + j, S::mul_add(dyv, xhat, load<Full>(grad_gamma + j, count)), count);
+    if constexpr (Beta) put<Full>(grad_beta + j, S::add(dyv, load<Full>(grad_beta + j, count)), count);
+    if constexpr (Dx) {
+      V g = dyv;
+      if constexpr (Gamma) g = S::mul(g, load<Full>(gamma + j, count));
+      return S::mul_add(g, r, S::mul_add(xhat, neg_dx_xhat, neg_dx_const));
+    } else {
+      return dyv;
+    }
   }
-  template <bool Full, class U>
-  static void put(U* p, V v, std::size_t count) {
+
+  template <bool Full>
+  static void put(A* p, V v, std::size_t count) {
     if constexpr (Full) S::store(p, v);
     else S::store_n(p, v, count);
   }
 
-  template <bool Full>
-  void step(std::size_t j, std::size_t count) const {
-    const V dyv = get<Full>(dy + j, count);
-    const V xhat = S::mul_add(S::sub(get<Full>(x + j, count), mean), r, neg_correction);
-    if constexpr (Dx) {
-      V g = dyv;
-      if constexpr (Gamma) g = S::mul(g, get<Full>(gamma + j, count));
-      put<Full>(dx + j, S::mul_add(g, r, S::mul_add(xhat, neg_dx_xhat, neg_dx_const)), count);
-    }
-    if constexpr (Gamma) put<Full>(grad_gamma + j, S::mul_add(dyv, xhat, get<Full>(grad_gamma + j, count)), count);
-    if constexpr (Beta) put<Full>(grad_beta + j, S::add(dyv, get<Full>(grad_beta + j, count)), count);
-  }
-
-  void run(std::size_t n) const {
+  /// Without dx, only the gradients: every vector once, nothing written but them.
+  void run_gradients_only(std::size_t n) const {
     constexpr std::size_t W = S::lanes;
     std::size_t j = 0;
-    for (; j + W <= n; j += W) step<true>(j, W);
-    if (j < n) step<false>(j, n - j);
+    for (; j + W <= n; j += W) value<true>(j, W);
+    if (j < n) value<false>(j, n - j);
   }
 };
 
-template <bool Gamma, bool Beta, bool Dx, class T, class A>
+template <bool Gamma, bool Beta, bool Dx, bool Stream, class T, class A>
 void backward_pass(const BackwardRows<T>& a, std::size_t i, A mean, A r, A correction, A dx_xhat,
                    A dx_const) {
   using S = Simd<A>;
   const BackwardPass<Gamma, Beta, Dx, T, A> pass{
-      a.dy + i * a.dy_stride, a.x + i * a.x_stride, Dx ? a.dx + i * a.dx_stride : nullptr,
-      a.gamma, a.grad_gamma, a.grad_beta, S::set(mean), S::set(r), S::set(-correction),
-      S::set(-dx_xhat), S::set(-dx_const)};
-  pass.run(a.features);
+      a.dy + i * a.dy_stride, a.x + i * a.x_stride, a.gamma, a.grad_gamma, a.grad_beta, S::set(mean),
+      S::set(r), S::set(-correction), S::set(-dx_xhat), S::set(-dx_const)};
+  if constexpr (Dx) write_row<Stream, A>(a.dx + i * a.dx_stride, a.features, pass);
+  else pass.run_gradients_only(a.features);
 }
 
 /// The second pass with the flags that fit `a`: γ present (with its gradient), β's gradient
 /// wanted, dx wanted.
-template <class T, class A>
+template <bool Stream, class T, class A>
 void backward_row(const BackwardRows<T>& a, std::size_t i, A mean, A r, A correction, A dx_xhat,
                   A dx_const) {
   const bool dx = a.dx != nullptr;
   if (a.gamma == nullptr) {
-    if (dx) backward_pass<false, false, true>(a, i, mean, r, correction, dx_xhat, dx_const);
+    if (dx) backward_pass<false, false, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
   } else if (a.grad_beta != nullptr) {
-    if (dx) backward_pass<true, true, true>(a, i, mean, r, correction, dx_xhat, dx_const);
-    else backward_pass<true, true, false>(a, i, mean, r, correction, dx_xhat, dx_const);
+    if (dx) backward_pass<true, true, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
+    else backward_pass<true, true, false, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
   } else {
-    if (dx) backward_pass<true, false, true>(a, i, mean, r, correction, dx_xhat, dx_const);
-    else backward_pass<true, false, false>(a, i, mean, r, correction, dx_xhat, dx_const);
+    if (dx) backward_pass<true, false, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
+    else backward_pass<true, false, false, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
   }
 }
 
-template <class T>
-void layer_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
+template <bool Stream, class T>
+void layer_norm_backward_rows(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
   using A = accum_t<T>;
   using S = Simd<A>;
   const double n = static_cast<double>(a.features);
@@ -477,13 +597,13 @@ void layer_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_
     const double mean_g = sums[0] / n;
     const double mean_gx = sums[1] / n - correction * mean_g;
     const double rd = static_cast<double>(r);
-    backward_row(a, i, mean, r, static_cast<A>(correction), static_cast<A>(rd * mean_gx),
-                 static_cast<A>(rd * mean_g));
+    backward_row<Stream>(a, i, mean, r, static_cast<A>(correction), static_cast<A>(rd * mean_gx),
+                         static_cast<A>(rd * mean_g));
   }
 }
 
-template <class T>
-void rms_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
+template <bool Stream, class T>
+void rms_norm_backward_rows(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
   using A = accum_t<T>;
   using S = Simd<A>;
   const double n = static_cast<double>(a.features);
@@ -497,7 +617,27 @@ void rms_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t 
     } else {
       row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums);
     }
-    backward_row(a, i, A(0), r, A(0), static_cast<A>(static_cast<double>(r) * sums[0] / n), A(0));
+    backward_row<Stream>(a, i, A(0), r, A(0), static_cast<A>(static_cast<double>(r) * sums[0] / n), A(0));
+  }
+}
+
+template <class T>
+void layer_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
+  if (a.stream) {
+    layer_norm_backward_rows<true>(a, begin, end);
+    Simd<accum_t<T>>::stream_fence();
+  } else {
+    layer_norm_backward_rows<false>(a, begin, end);
+  }
+}
+
+template <class T>
+void rms_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
+  if (a.stream) {
+    rms_norm_backward_rows<true>(a, begin, end);
+    Simd<accum_t<T>>::stream_fence();
+  } else {
+    rms_norm_backward_rows<false>(a, begin, end);
   }
 }
 

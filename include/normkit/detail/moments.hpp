@@ -26,6 +26,17 @@ inline Moments merge(const Moments& a, const Moments& b) noexcept {
           a.m2 + b.m2 + delta * delta * (a.count * b.count / count)};
 }
 
+/// a + b as an unevaluated pair: sum holds the rounded sum and error exactly what rounding lost
+/// (Knuth's TwoSum, valid in either order of magnitude).
+struct TwoSum {
+  double sum, error;
+};
+inline TwoSum two_sum(double a, double b) noexcept {
+  const double sum = a + b;
+  const double b_part = sum - a;
+  return {sum, (a - (sum - b_part)) + (b - b_part)};
+}
+
 /// Below this variance, squared deviations of values in A start losing bits to underflow.
 template <class A>
 inline constexpr double tiny_variance =
@@ -42,12 +53,17 @@ inline double row_scale(double peak) noexcept {
   return std::ldexp(1.0, -exponent);
 }
 
-/// 1 / sqrt(var + eps·scale²) for a row multiplied by `scale`, without overflowing eps·scale²
-/// into NaN when eps is 0. A zero denominator (a constant row with eps = 0) gives 0: every
-/// centered value is then exactly 0, and 0 keeps the output at β instead of 0·Inf = NaN.
+/// 1 / sqrt(var + eps·scale²) for a row multiplied by `scale`, leaving eps·scale² out when eps
+/// is 0 (it could be 0·Inf). +Inf for a constant row with eps = 0.
 inline double scaled_rstd(double var, double eps, double scale) noexcept {
-  const double denominator = eps == 0 ? var : var + eps * scale * scale;
-  return denominator > 0 ? 1 / std::sqrt(denominator) : 0;
+  return 1 / std::sqrt(eps == 0 ? var : var + eps * scale * scale);
+}
+
+/// The multiplier the kernels apply: rstd, or 0 where rstd is +Inf. That happens only for a
+/// constant row with eps = 0, whose centered values are all exactly 0, so 0 keeps y at β
+/// instead of 0·Inf = NaN.
+inline double applied_rstd(double rstd) noexcept {
+  return rstd <= std::numeric_limits<double>::max() || rstd != rstd ? rstd : 0;
 }
 
 }  // namespace normkit::detail

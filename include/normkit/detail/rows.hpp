@@ -22,6 +22,7 @@ struct ForwardRows {
   A* mean;         // nullptr: not saved (and always for RMSNorm)
   A* rstd;         // nullptr: not saved
   double eps;
+  bool stream;     // y bypasses the cache (it is larger than the cache)
 };
 
 template <class T>
@@ -39,6 +40,7 @@ struct BackwardRows {
   const A* rstd;
   A* grad_gamma;     // nullptr: not wanted; otherwise dy·x̂ of every row is added in
   A* grad_beta;      // nullptr: not wanted; otherwise dy of every row is added in
+  bool stream;       // dx bypasses the cache (it is larger than the cache)
 };
 
 }  // namespace normkit::detail

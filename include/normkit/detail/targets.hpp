@@ -46,3 +46,11 @@
 #define NORMKIT_TARGET_PUSH(targets)
 #define NORMKIT_TARGET_POP()
 #endif
+
+// Fully unrolls the next loop (a fixed count over a block of registers); clang honours GCC's
+// spelling.
+#if defined(__GNUC__) || defined(__clang__)
+#define NORMKIT_UNROLL _Pragma("GCC unroll 16")
+#else
+#define NORMKIT_UNROLL
+#endif
