@@ -56,39 +56,53 @@ Moments merge_lanes(typename Simd<A>::vec mean, typename Simd<A>::vec m2, std::s
           static_cast<double>(S::sum(m2)) + n * static_cast<double>(S::sum(S::mul(dev, dev)))};
 }
 
+/// d = x·scale − shift. Rows that need no rescaling (all but overflowing or underflowing ones)
+/// take a plain subtraction: on Zen 4 a 512-bit FMA occupies both FMA pipes, which the
+/// rest of each kernel keeps busy, while the adder pipes have room.
+template <bool Scaled, class A>
+struct Shift {
+  using S = Simd<A>;
+  using V = typename S::vec;
+  V scale, neg_shift;
+  Shift(A scale_value, A shift) : scale(S::set(scale_value)), neg_shift(S::set(-shift)) {}
+  NORMKIT_ALWAYS_INLINE V operator()(V x) const {
+    if constexpr (Scaled) return S::mul_add(x, scale, neg_shift);
+    else return S::add(x, neg_shift);
+  }
+};
+
 /// Moments of d = x·scale − shift over n (> 0, < kBlock·lanes) values: two passes from memory.
-template <class T, class A>
-Moments tail_moments(const T* x, std::size_t n, A scale, A shift) {
+template <class T, class A, class Shifter>
+Moments tail_moments(const T* x, std::size_t n, const Shifter& shift) {
   using S = Simd<A>;
   using V = typename S::vec;
   constexpr std::size_t W = S::lanes;
-  const V vscale = S::set(scale), vshift = S::set(-shift);
   V acc = S::zero();
   std::size_t j = 0;
-  for (; j + W <= n; j += W) acc = S::add(acc, S::mul_add(S::load(x + j), vscale, vshift));
-  if (j < n) acc = S::add(acc, S::keep_n(S::mul_add(S::load_n(x + j, n - j), vscale, vshift), n - j));
+  for (; j + W <= n; j += W) acc = S::add(acc, shift(S::load(x + j)));
+  if (j < n) acc = S::add(acc, S::keep_n(shift(S::load_n(x + j, n - j)), n - j));
   const A mean = S::sum(acc) / static_cast<A>(n);
   const V vmean = S::set(mean);
   V m2 = S::zero();
   for (j = 0; j + W <= n; j += W) {
-    const V e = S::sub(S::mul_add(S::load(x + j), vscale, vshift), vmean);
+    const V e = S::sub(shift(S::load(x + j)), vmean);
     m2 = S::mul_add(e, e, m2);
   }
   if (j < n) {
-    const V e = S::keep_n(S::sub(S::mul_add(S::load_n(x + j, n - j), vscale, vshift), vmean), n - j);
+    const V e = S::keep_n(S::sub(shift(S::load_n(x + j, n - j)), vmean), n - j);
     m2 = S::mul_add(e, e, m2);
   }
   return {static_cast<double>(n), static_cast<double>(mean), static_cast<double>(S::sum(m2))};
 }
 
 /// Moments of d = x·scale − shift over a row of n values.
-template <class T, class A>
-Moments shifted_moments(const T* x, std::size_t n, A scale, A shift) {
+template <class T, class A, class Shifter>
+Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift) {
   using S = Simd<A>;
   using V = typename S::vec;
   constexpr std::size_t W = S::lanes, step = kBlock * W;
   static constexpr BlockWeights<A> weights{};
-  const V vscale = S::set(scale), vshift = S::set(-shift), inv_block = S::set(A(1) / A(kBlock));
+  const V inv_block = S::set(A(1) / A(kBlock));
   Moments total;
   std::size_t j = 0;
   while (n - j >= step) {
@@ -97,7 +111,7 @@ Moments shifted_moments(const T* x, std::size_t n, A scale, A shift) {
     for (std::size_t b = 0; b < blocks; ++b, j += step) {
       V d[kBlock];
       NORMKIT_UNROLL
-      for (std::size_t k = 0; k < kBlock; ++k) d[k] = S::mul_add(S::load(x + j + k * W), vscale, vshift);
+      for (std::size_t k = 0; k < kBlock; ++k) d[k] = shift(S::load(x + j + k * W));
       V even = d[0], odd = d[1];  // two chains halve the sum's latency
       NORMKIT_UNROLL
       for (std::size_t k = 2; k < kBlock; k += 2) {
@@ -121,7 +135,7 @@ Moments shifted_moments(const T* x, std::size_t n, A scale, A shift) {
     }
     total = merge(total, merge_lanes<A>(mean, m2, blocks * kBlock));
   }
-  if (j < n) total = merge(total, tail_moments(x + j, n - j, scale, shift));
+  if (j < n) total = merge(total, tail_moments<T, A>(x + j, n - j, shift));
   return total;
 }
 
@@ -226,26 +240,25 @@ struct LayerNormRow {
 };
 
 /// Σ(x·scale − hi) over the row: the remainder of the mean after hi.
-template <class T, class A>
+template <class T, class A, class Shifter>
 struct CenteredTerms {
   const T* x;
-  typename Simd<A>::vec scale, neg_hi;
+  Shifter shift;
   void add(std::size_t j, typename Simd<A>::vec* acc) const {
     using S = Simd<A>;
-    acc[0] = S::add(acc[0], S::mul_add(S::load(x + j), scale, neg_hi));
+    acc[0] = S::add(acc[0], shift(S::load(x + j)));
   }
   void add_n(std::size_t j, std::size_t count, typename Simd<A>::vec* acc) const {
     using S = Simd<A>;
-    acc[0] = S::add(acc[0], S::keep_n(S::mul_add(S::load_n(x + j, count), scale, neg_hi), count));
+    acc[0] = S::add(acc[0], S::keep_n(shift(S::load_n(x + j, count)), count));
   }
 };
 
 template <class T, class A = accum_t<T>>
 LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps) {
-  using S = Simd<A>;
   A scale = 1;
   A shift = static_cast<A>(x[0]);
-  Moments m = shifted_moments(x, n, scale, shift);
+  Moments m = shifted_moments<T, A>(x, n, Shift<false, A>(scale, shift));
   double var = m.m2 / m.count;
   // Variance overflowed A (or the row holds NaN/Inf), or is small enough to lose bits: rescale
   // finite, nonzero rows by a power of two and measure again. A NaN/Inf row keeps its NaN.
@@ -254,7 +267,7 @@ LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps) {
     if (peak > 0 && peak <= std::numeric_limits<double>::max()) {
       scale = static_cast<A>(row_scale<A>(peak));
       shift = static_cast<A>(x[0]) * scale;
-      m = shifted_moments(x, n, scale, shift);
+      m = shifted_moments<T, A>(x, n, Shift<true, A>(scale, shift));
       var = m.m2 / m.count;
     }
   }
@@ -268,7 +281,8 @@ LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps) {
   // remainder after hi directly: x·scale − hi is now of the size of σ.
   if (m.mean * m.mean > 64 * var) {
     double sum[1];
-    row_sums<A, 1>(n, CenteredTerms<T, A>{x, S::set(scale), S::set(-hi)}, sum);
+    if (scale == 1) row_sums<A, 1>(n, CenteredTerms<T, A, Shift<false, A>>{x, Shift<false, A>(scale, hi)}, sum);
+    else row_sums<A, 1>(n, CenteredTerms<T, A, Shift<true, A>>{x, Shift<true, A>(scale, hi)}, sum);
     lo = static_cast<A>(sum[0] / static_cast<double>(n));
   }
   const double s = static_cast<double>(scale);
@@ -279,18 +293,19 @@ LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps) {
 }
 
 /// y = ((x·scale − hi) − lo)·r·γ + β, one vector at a time (see write_row).
-template <bool Gamma, bool Beta, class T, class A>
+template <bool Gamma, bool Beta, class T, class A, class Shifter>
 struct LayerNormOutput {
   using S = Simd<A>;
   using V = typename S::vec;
   const T* x;
   const A* gamma;
   const A* beta;
-  V scale, neg_hi, lo, r;
+  Shifter shift;
+  V lo, r;
 
   template <bool Full>
   V value(std::size_t j, std::size_t count) const {
-    V v = S::mul(S::sub(S::mul_add(load<Full>(x + j, count), scale, neg_hi), lo), r);
+    V v = S::mul(S::sub(shift(load<Full>(x + j, count)), lo), r);
     if constexpr (Gamma && Beta) v = S::mul_add(v, load<Full>(gamma + j, count), load<Full>(beta + j, count));
     else if constexpr (Gamma) v = S::mul(v, load<Full>(gamma + j, count));
     return v;
@@ -300,7 +315,121 @@ struct LayerNormOutput {
 template <bool Stream, bool Gamma, bool Beta, class T, class A>
 void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNormRow<A>& row) {
   using S = Simd<A>;
-  write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A>{x, a.gamma, a.beta, S::set(row.scale), S::set(-row.hi), S::set(row.lo), S::set(row.r)});
+  if (row.scale == 1) {
+    write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A, Shift<false, A>>{x, a.gamma, a.beta, Shift<false, A>(row.scale, row.hi), S::set(row.lo), S::set(row.r)});
+  } else {
+    write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A, Shift<true, A>>{x, a.gamma, a.beta, Shift<true, A>(row.scale, row.hi), S::set(row.lo), S::set(row.r)});
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Short rows, held in registers (DESIGN §2's allowed shortcut). A row of up to kRegisterVectors
+// vectors is loaded once; its statistics are an exact two-pass over the registers and its
+// output is computed from the same registers. For 64 floats on AVX-512 this is 4 loads and
+// ~8 operations per vector instead of 12 loads and ~10, and no second trip through memory.
+
+inline constexpr std::size_t kRegisterVectors = 8;
+
+/// The row x[0, n) in registers, minus shift when Shift: d[k], lanes past n zero.
+template <bool Shift, class T, class A>
+struct RegisterRow {
+  using S = Simd<A>;
+  using V = typename S::vec;
+  V d[kRegisterVectors];
+  std::size_t full, rest;  // full vectors, then `rest` lanes of one more
+
+  NORMKIT_ALWAYS_INLINE RegisterRow(const T* x, std::size_t n, A shift) : full(n / S::lanes), rest(n % S::lanes) {
+    const V vshift = S::set(shift);
+    NORMKIT_UNROLL
+    for (std::size_t k = 0; k < kRegisterVectors; ++k) {
+      if (k < full) {
+        d[k] = S::load(x + k * S::lanes);
+        if constexpr (Shift) d[k] = S::sub(d[k], vshift);
+      } else if (k == full && rest != 0) {
+        d[k] = S::load_n(x + k * S::lanes, rest);
+        if constexpr (Shift) d[k] = S::keep_n(S::sub(d[k], vshift), rest);
+      } else {
+        d[k] = S::zero();
+      }
+    }
+  }
+  NORMKIT_ALWAYS_INLINE bool used(std::size_t k) const { return k < full || (k == full && rest != 0); }
+};
+
+/// Writes y[0, n) = out(k) for each register k of row (see LayerNormOutput for the lanes).
+template <class A, class T, class Row, class Out>
+NORMKIT_ALWAYS_INLINE void store_registers(T* y, const Row& row, const Out& out) {
+  using S = Simd<A>;
+  NORMKIT_UNROLL
+  for (std::size_t k = 0; k < kRegisterVectors; ++k) {
+    if (k < row.full) S::store(y + k * S::lanes, out.template value<true>(row.d[k], k * S::lanes, S::lanes));
+    else if (k == row.full && row.rest != 0) {
+      S::store_n(y + k * S::lanes, out.template value<false>(row.d[k], k * S::lanes, row.rest), row.rest);
+    }
+  }
+}
+
+/// (e − lo)·r·γ + β from a centered register e.
+template <bool Gamma, bool Beta, class A>
+struct CenteredOutput {
+  using S = Simd<A>;
+  using V = typename S::vec;
+  const A* gamma;
+  const A* beta;
+  V lo, r;
+  template <bool Full>
+  NORMKIT_ALWAYS_INLINE V value(V e, std::size_t j, std::size_t count) const {
+    V v = S::mul(S::sub(e, lo), r);
+    if constexpr (Gamma && Beta) v = S::mul_add(v, load<Full>(gamma + j, count), load<Full>(beta + j, count));
+    else if constexpr (Gamma) v = S::mul(v, load<Full>(gamma + j, count));
+    return v;
+  }
+};
+
+/// LayerNorm of row i when it fits in registers: d = x − x₀, m = mean(d), e = d − m, then the
+/// corrected two-pass lo = mean(e), var = mean(e²) − lo², and y = (e − lo)·r·γ + β. Returns
+/// false, having written nothing, for rows the general path must take: variance out of A's
+/// comfortable range, NaN/Inf, or constant (whose exact β the general path guarantees).
+template <bool Gamma, bool Beta, class T, class A>
+bool layer_norm_in_registers(const ForwardRows<T>& a, std::size_t i) {
+  using S = Simd<A>;
+  using V = typename S::vec;
+  const std::size_t n = a.features;
+  const T* x = a.x + i * a.x_stride;
+  const A shift = static_cast<A>(x[0]);
+  RegisterRow<true, T, A> row(x, n, shift);
+  V sum = S::zero();
+  NORMKIT_UNROLL
+  for (std::size_t k = 0; k < kRegisterVectors; ++k) {
+    if (row.used(k)) sum = S::add(sum, row.d[k]);
+  }
+  const A m = S::sum(sum) / static_cast<A>(n);
+  const V vm = S::set(m);
+  V sum_e = S::zero(), sum_ee = S::zero();
+  NORMKIT_UNROLL
+  for (std::size_t k = 0; k < kRegisterVectors; ++k) {
+    if (row.used(k)) {
+      const V e = k == row.full ? S::keep_n(S::sub(row.d[k], vm), row.rest) : S::sub(row.d[k], vm);
+      row.d[k] = e;
+      sum_e = S::add(sum_e, e);
+      sum_ee = S::mul_add(e, e, sum_ee);
+    }
+  }
+  const double count = static_cast<double>(n);
+  const double lo = static_cast<double>(S::sum(sum_e)) / count;
+  const double var = static_cast<double>(S::sum(sum_ee)) / count - lo * lo;
+  if (!(var >= tiny_variance<A> && var <= static_cast<double>(std::numeric_limits<A>::max()))) return false;
+  const double r = scaled_rstd(var, a.eps, 1);
+  if (a.mean != nullptr) a.mean[i] = static_cast<A>(static_cast<double>(shift) + static_cast<double>(m) + lo);
+  if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(r);
+  store_registers<A>(a.y + i * a.y_stride, row,
+                     CenteredOutput<Gamma, Beta, A>{a.gamma, a.beta, S::set(static_cast<A>(lo)), S::set(static_cast<A>(r))});
+  return true;
+}
+
+template <class T>
+bool fits_registers(std::size_t features) {
+  return features <= kRegisterVectors * Simd<accum_t<T>>::lanes;
 }
 
 /// Rows are normalized in groups of up to kGroupRows rows and kGroupBytes of input: first the
@@ -318,7 +447,7 @@ std::size_t group_rows(std::size_t features) {
 }
 
 template <bool Stream, class T>
-void layer_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+void layer_norm_forward_group(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
   using A = accum_t<T>;
   const std::size_t group = group_rows<T>(a.features);
   LayerNormRow<A> stats[kGroupRows];
@@ -338,6 +467,21 @@ void layer_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::si
   }
 }
 
+template <bool Stream, class T>
+void layer_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+  using A = accum_t<T>;
+  if (!Stream && fits_registers<T>(a.features)) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const bool done = a.gamma != nullptr && a.beta != nullptr ? layer_norm_in_registers<true, true, T, A>(a, i)
+                        : a.gamma != nullptr                    ? layer_norm_in_registers<true, false, T, A>(a, i)
+                                                                : layer_norm_in_registers<false, false, T, A>(a, i);
+      if (!done) layer_norm_forward_group<Stream>(a, i, i + 1);
+    }
+    return;
+  }
+  layer_norm_forward_group<Stream>(a, begin, end);
+}
+
 template <class T>
 void layer_norm_forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
   if (a.stream) {
@@ -351,18 +495,31 @@ void layer_norm_forward(const ForwardRows<T>& a, std::size_t begin, std::size_t 
 // ---------------------------------------------------------------------------------------
 // RMSNorm forward
 
-template <class T, class A>
+/// x·scale, or x itself for the rows that need no rescaling.
+template <bool Scaled, class A>
+struct Scale {
+  using S = Simd<A>;
+  using V = typename S::vec;
+  V scale;
+  explicit Scale(A value) : scale(S::set(value)) {}
+  NORMKIT_ALWAYS_INLINE V operator()(V x) const {
+    if constexpr (Scaled) return S::mul(x, scale);
+    else return x;
+  }
+};
+
+template <class T, class A, class Scaler>
 struct SquareTerms {
   const T* x;
-  typename Simd<A>::vec scale;
+  Scaler scale;
   void add(std::size_t j, typename Simd<A>::vec* acc) const {
     using S = Simd<A>;
-    const typename S::vec v = S::mul(S::load(x + j), scale);
+    const typename S::vec v = scale(S::load(x + j));
     acc[0] = S::mul_add(v, v, acc[0]);
   }
   void add_n(std::size_t j, std::size_t count, typename Simd<A>::vec* acc) const {
     using S = Simd<A>;
-    const typename S::vec v = S::mul(S::load_n(x + j, count), scale);
+    const typename S::vec v = scale(S::load_n(x + j, count));
     acc[0] = S::mul_add(v, v, acc[0]);
   }
 };
@@ -376,16 +533,15 @@ struct RmsNormRow {
 
 template <class T, class A = accum_t<T>>
 RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps) {
-  using S = Simd<A>;
   A scale = 1;
   double sum[1];
-  row_sums<A, 1>(n, SquareTerms<T, A>{x, S::set(scale)}, sum);
+  row_sums<A, 1>(n, SquareTerms<T, A, Scale<false, A>>{x, Scale<false, A>(scale)}, sum);
   double ms = sum[0] / static_cast<double>(n);
   if (!(ms >= tiny_variance<A> && ms <= static_cast<double>(std::numeric_limits<A>::max()))) {
     const double peak = peak_magnitude(x, n);
     if (peak > 0 && peak <= std::numeric_limits<double>::max()) {
       scale = static_cast<A>(row_scale<A>(peak));
-      row_sums<A, 1>(n, SquareTerms<T, A>{x, S::set(scale)}, sum);
+      row_sums<A, 1>(n, SquareTerms<T, A, Scale<true, A>>{x, Scale<true, A>(scale)}, sum);
       ms = sum[0] / static_cast<double>(n);
     } else if (!(peak <= std::numeric_limits<double>::max())) {
       // A NaN or ±Inf in the row. With Inf the mean square is Inf and finite values would come
@@ -400,26 +556,72 @@ RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps) {
 }
 
 /// y = (x·scale)·r·γ, one vector at a time (see write_row).
-template <bool Gamma, class T, class A>
+template <bool Gamma, class T, class A, class Scaler>
 struct RmsNormOutput {
   using S = Simd<A>;
   using V = typename S::vec;
   const T* x;
   const A* gamma;
-  V scale, r;
+  Scaler scale;
+  V r;
 
   template <bool Full>
   V value(std::size_t j, std::size_t count) const {
-    V v = S::mul(S::mul(load<Full>(x + j, count), scale), r);
+    V v = S::mul(scale(load<Full>(x + j, count)), r);
     if constexpr (Gamma) v = S::mul(v, load<Full>(gamma + j, count));
     return v;
   }
 };
 
-template <bool Stream, class T>
-void rms_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  using A = accum_t<T>;
+template <bool Stream, bool Gamma, class T, class A>
+void rms_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const RmsNormRow<A>& row) {
   using S = Simd<A>;
+  if (row.scale == 1) {
+    write_row<Stream, A>(y, a.features, RmsNormOutput<Gamma, T, A, Scale<false, A>>{x, a.gamma, Scale<false, A>(row.scale), S::set(row.r)});
+  } else {
+    write_row<Stream, A>(y, a.features, RmsNormOutput<Gamma, T, A, Scale<true, A>>{x, a.gamma, Scale<true, A>(row.scale), S::set(row.r)});
+  }
+}
+
+/// x·r·γ from a register x.
+template <bool Gamma, class A>
+struct ScaledOutput {
+  using S = Simd<A>;
+  using V = typename S::vec;
+  const A* gamma;
+  V r;
+  template <bool Full>
+  NORMKIT_ALWAYS_INLINE V value(V v, std::size_t j, std::size_t count) const {
+    v = S::mul(v, r);
+    if constexpr (Gamma) v = S::mul(v, load<Full>(gamma + j, count));
+    return v;
+  }
+};
+
+/// RMSNorm of row i when it fits in registers. Returns false, having written nothing, when the
+/// mean square is out of A's comfortable range (or NaN/Inf): the general path rescales.
+template <bool Gamma, class T, class A>
+bool rms_norm_in_registers(const ForwardRows<T>& a, std::size_t i) {
+  using S = Simd<A>;
+  using V = typename S::vec;
+  const RegisterRow<false, T, A> row(a.x + i * a.x_stride, a.features, A(0));
+  V even = S::zero(), odd = S::zero();
+  NORMKIT_UNROLL
+  for (std::size_t k = 0; k < kRegisterVectors; k += 2) {
+    if (row.used(k)) even = S::mul_add(row.d[k], row.d[k], even);
+    if (row.used(k + 1)) odd = S::mul_add(row.d[k + 1], row.d[k + 1], odd);
+  }
+  const double ms = static_cast<double>(S::sum(S::add(even, odd))) / static_cast<double>(a.features);
+  if (!(ms >= tiny_variance<A> && ms <= static_cast<double>(std::numeric_limits<A>::max()))) return false;
+  const double r = scaled_rstd(ms, a.eps, 1);
+  if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(r);
+  store_registers<A>(a.y + i * a.y_stride, row, ScaledOutput<Gamma, A>{a.gamma, S::set(static_cast<A>(r))});
+  return true;
+}
+
+template <bool Stream, class T>
+void rms_norm_forward_group(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+  using A = accum_t<T>;
   const std::size_t group = group_rows<T>(a.features);
   RmsNormRow<A> stats[kGroupRows];
   for (std::size_t first = begin; first < end; first += group) {
@@ -430,10 +632,23 @@ void rms_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size
       if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(stats[k].rstd);
       const T* x = a.x + i * a.x_stride;
       T* y = a.y + i * a.y_stride;
-      if (a.gamma != nullptr) write_row<Stream, A>(y, a.features, RmsNormOutput<true, T, A>{x, a.gamma, S::set(stats[k].scale), S::set(stats[k].r)});
-      else write_row<Stream, A>(y, a.features, RmsNormOutput<false, T, A>{x, a.gamma, S::set(stats[k].scale), S::set(stats[k].r)});
+      if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, stats[k]);
+      else rms_norm_apply<Stream, false>(a, x, y, stats[k]);
     }
   }
+}
+
+template <bool Stream, class T>
+void rms_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+  using A = accum_t<T>;
+  if (!Stream && fits_registers<T>(a.features)) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const bool done = a.gamma != nullptr ? rms_norm_in_registers<true, T, A>(a, i) : rms_norm_in_registers<false, T, A>(a, i);
+      if (!done) rms_norm_forward_group<Stream>(a, i, i + 1);
+    }
+    return;
+  }
+  rms_norm_forward_group<Stream>(a, begin, end);
 }
 
 template <class T>

@@ -54,3 +54,11 @@
 #else
 #define NORMKIT_UNROLL
 #endif
+
+// Forces inlining of the small helpers that hold a row in registers: if one of them stayed a
+// call, its array of vectors would have to live in memory.
+#if defined(__GNUC__) || defined(__clang__)
+#define NORMKIT_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define NORMKIT_ALWAYS_INLINE inline
+#endif
