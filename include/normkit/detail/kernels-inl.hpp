@@ -97,7 +97,7 @@ Moments tail_moments(const T* x, std::size_t n, const Shifter& shift) {
 
 /// Moments of d = x·scale − shift over a row of n values.
 template <class T, class A, class Shifter>
-Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift) {
+Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift, const T* ahead = nullptr) {
   using S = Simd<A>;
   using V = typename S::vec;
   constexpr std::size_t W = S::lanes, step = kBlock * W;
@@ -112,6 +112,10 @@ Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift) {
       V d[kBlock];
       NORMKIT_UNROLL
       for (std::size_t k = 0; k < kBlock; ++k) d[k] = shift(S::load(x + j + k * W));
+      if (ahead != nullptr) {
+        NORMKIT_UNROLL
+        for (std::size_t k = 0; k < kBlock; k += 2) NORMKIT_PREFETCH(ahead + (j + k * W) / 2);
+      }
       V even = d[0], odd = d[1];  // two chains halve the sum's latency
       NORMKIT_UNROLL
       for (std::size_t k = 2; k < kBlock; k += 2) {
@@ -144,8 +148,8 @@ Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift) {
 /// lanes. Accumulated in A within chunks and in double across them. kSets independent sets of
 /// accumulators: an add or FMA has 4 cycles of latency and two issue per cycle, so 8 chains
 /// keep both ports busy; with 3 terms, 2 sets (6 chains) fit AVX2's 16 registers.
-template <class A, std::size_t N, class Terms>
-void row_sums(std::size_t n, const Terms& terms, double (&total)[N]) {
+template <class A, std::size_t N, class Terms, class T = float>
+void row_sums(std::size_t n, const Terms& terms, double (&total)[N], const T* ahead = nullptr) {
   using S = Simd<A>;
   using V = typename S::vec;
   constexpr std::size_t W = S::lanes, chunk = kChunkVectors * W, kSets = N == 1 ? 8 : 2;
@@ -161,6 +165,10 @@ void row_sums(std::size_t n, const Terms& terms, double (&total)[N]) {
     for (; j + kSets * W <= end; j += kSets * W) {
       NORMKIT_UNROLL
       for (std::size_t s = 0; s < kSets; ++s) terms.add(j + s * W, acc[s]);
+      if (ahead != nullptr) {
+        NORMKIT_UNROLL
+        for (std::size_t s = 0; s < kSets; s += 2) NORMKIT_PREFETCH(ahead + (j + s * W) / 2);
+      }
     }
     for (; j + W <= end; j += W) terms.add(j, acc[0]);
     if (j < end) {
@@ -192,12 +200,19 @@ std::size_t unaligned_head(const T* p) {
   return (W - (reinterpret_cast<std::uintptr_t>(p) / sizeof(T)) % W) % W;
 }
 
+/// Reading ahead. A row takes two passes, statistics then output, and on their own the first
+/// only reads and the second mostly writes, so memory idles in turn. Each pass therefore
+/// prefetches half of the row that comes next (`ahead`: the statistics pass its first half,
+/// the output pass its second), one line per vector processed, which keeps reads in flight
+/// throughout. Measured on 8192×4096 floats (AVX-512, one thread): LayerNorm forward 17.7 →
+/// 20–22 GB/s, against 30 GB/s for a copy.
+///
 /// Writes y[0, n) from out.value<Full>(j, count), one vector at a time. With Stream the full
 /// vectors bypass the cache (non-temporal stores, from the first aligned address on): for an
 /// output larger than the last-level cache, a normal store would first read each line it is
 /// about to overwrite, a third stream of memory traffic next to reading x and writing y.
 template <bool Stream, class A, class T, class Out>
-void write_row(T* y, std::size_t n, const Out& out_ref) {
+void write_row(T* y, std::size_t n, const Out& out_ref, const T* ahead = nullptr) {
   using S = Simd<A>;
   // A local copy: stores to y could alias the caller's object, forcing a reload of every
   // broadcast constant after every store; a local's address never escapes.
@@ -207,7 +222,15 @@ void write_row(T* y, std::size_t n, const Out& out_ref) {
   if constexpr (Stream) {
     const std::size_t head = unaligned_head<A>(y) < n ? unaligned_head<A>(y) : n;
     if (head > 0) S::store_n(y, out.template value<false>(0, head), head);
-    for (j = head; j + W <= n; j += W) S::stream(y + j, out.template value<true>(j, W));
+    for (j = head; j + W <= n; j += W) {
+      if (ahead != nullptr) NORMKIT_PREFETCH(ahead + j / 2);
+      S::stream(y + j, out.template value<true>(j, W));
+    }
+  } else if (ahead != nullptr) {
+    for (; j + W <= n; j += W) {
+      NORMKIT_PREFETCH(ahead + j / 2);
+      S::store(y + j, out.template value<true>(j, W));
+    }
   } else {
     for (; j + W <= n; j += W) S::store(y + j, out.template value<true>(j, W));
   }
@@ -255,10 +278,10 @@ struct CenteredTerms {
 };
 
 template <class T, class A = accum_t<T>>
-LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps) {
+LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
   A scale = 1;
   A shift = static_cast<A>(x[0]);
-  Moments m = shifted_moments<T, A>(x, n, Shift<false, A>(scale, shift));
+  Moments m = shifted_moments<T, A>(x, n, Shift<false, A>(scale, shift), ahead);
   double var = m.m2 / m.count;
   // Variance overflowed A (or the row holds NaN/Inf), or is small enough to lose bits: rescale
   // finite, nonzero rows by a power of two and measure again. A NaN/Inf row keeps its NaN.
@@ -313,10 +336,10 @@ struct LayerNormOutput {
 };
 
 template <bool Stream, bool Gamma, bool Beta, class T, class A>
-void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNormRow<A>& row) {
+void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNormRow<A>& row, const T* ahead) {
   using S = Simd<A>;
   if (row.scale == 1) {
-    write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A, Shift<false, A>>{x, a.gamma, a.beta, Shift<false, A>(row.scale, row.hi), S::set(row.lo), S::set(row.r)});
+    write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A, Shift<false, A>>{x, a.gamma, a.beta, Shift<false, A>(row.scale, row.hi), S::set(row.lo), S::set(row.r)}, ahead);
   } else {
     write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A, Shift<true, A>>{x, a.gamma, a.beta, Shift<true, A>(row.scale, row.hi), S::set(row.lo), S::set(row.r)});
   }
@@ -440,6 +463,12 @@ bool fits_registers(std::size_t features) {
 inline constexpr std::size_t kGroupRows = 16;
 inline constexpr std::size_t kGroupBytes = 16384;
 
+/// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end`.
+template <class T>
+const T* next_row(const ForwardRows<T>& a, std::size_t next, std::size_t end, std::size_t offset) {
+  return next < end ? a.x + next * a.x_stride + offset : nullptr;
+}
+
 template <class T>
 std::size_t group_rows(std::size_t features) {
   const std::size_t fit = kGroupBytes / (features * sizeof(T));
@@ -453,16 +482,20 @@ void layer_norm_forward_group(const ForwardRows<T>& a, std::size_t begin, std::s
   LayerNormRow<A> stats[kGroupRows];
   for (std::size_t first = begin; first < end; first += group) {
     const std::size_t count = end - first < group ? end - first : group;
-    for (std::size_t k = 0; k < count; ++k) stats[k] = layer_norm_row(a.x + (first + k) * a.x_stride, a.features, a.eps);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = first + k;
+      stats[k] = layer_norm_row(a.x + i * a.x_stride, a.features, a.eps, next_row(a, i + group, end, 0));
+    }
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t i = first + k;
       if (a.mean != nullptr) a.mean[i] = static_cast<A>(stats[k].mean);
       if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(stats[k].rstd);
       const T* x = a.x + i * a.x_stride;
       T* y = a.y + i * a.y_stride;
-      if (a.gamma != nullptr && a.beta != nullptr) layer_norm_apply<Stream, true, true>(a, x, y, stats[k]);
-      else if (a.gamma != nullptr) layer_norm_apply<Stream, true, false>(a, x, y, stats[k]);
-      else layer_norm_apply<Stream, false, false>(a, x, y, stats[k]);
+      const T* ahead = next_row(a, i + group, end, a.features / 2);
+      if (a.gamma != nullptr && a.beta != nullptr) layer_norm_apply<Stream, true, true>(a, x, y, stats[k], ahead);
+      else if (a.gamma != nullptr) layer_norm_apply<Stream, true, false>(a, x, y, stats[k], ahead);
+      else layer_norm_apply<Stream, false, false>(a, x, y, stats[k], ahead);
     }
   }
 }
@@ -532,10 +565,10 @@ struct RmsNormRow {
 };
 
 template <class T, class A = accum_t<T>>
-RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps) {
+RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
   A scale = 1;
   double sum[1];
-  row_sums<A, 1>(n, SquareTerms<T, A, Scale<false, A>>{x, Scale<false, A>(scale)}, sum);
+  row_sums<A, 1>(n, SquareTerms<T, A, Scale<false, A>>{x, Scale<false, A>(scale)}, sum, ahead);
   double ms = sum[0] / static_cast<double>(n);
   if (!(ms >= tiny_variance<A> && ms <= static_cast<double>(std::numeric_limits<A>::max()))) {
     const double peak = peak_magnitude(x, n);
@@ -574,10 +607,10 @@ struct RmsNormOutput {
 };
 
 template <bool Stream, bool Gamma, class T, class A>
-void rms_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const RmsNormRow<A>& row) {
+void rms_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const RmsNormRow<A>& row, const T* ahead) {
   using S = Simd<A>;
   if (row.scale == 1) {
-    write_row<Stream, A>(y, a.features, RmsNormOutput<Gamma, T, A, Scale<false, A>>{x, a.gamma, Scale<false, A>(row.scale), S::set(row.r)});
+    write_row<Stream, A>(y, a.features, RmsNormOutput<Gamma, T, A, Scale<false, A>>{x, a.gamma, Scale<false, A>(row.scale), S::set(row.r)}, ahead);
   } else {
     write_row<Stream, A>(y, a.features, RmsNormOutput<Gamma, T, A, Scale<true, A>>{x, a.gamma, Scale<true, A>(row.scale), S::set(row.r)});
   }
@@ -626,14 +659,18 @@ void rms_norm_forward_group(const ForwardRows<T>& a, std::size_t begin, std::siz
   RmsNormRow<A> stats[kGroupRows];
   for (std::size_t first = begin; first < end; first += group) {
     const std::size_t count = end - first < group ? end - first : group;
-    for (std::size_t k = 0; k < count; ++k) stats[k] = rms_norm_row(a.x + (first + k) * a.x_stride, a.features, a.eps);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = first + k;
+      stats[k] = rms_norm_row(a.x + i * a.x_stride, a.features, a.eps, next_row(a, i + group, end, 0));
+    }
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t i = first + k;
       if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(stats[k].rstd);
       const T* x = a.x + i * a.x_stride;
       T* y = a.y + i * a.y_stride;
-      if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, stats[k]);
-      else rms_norm_apply<Stream, false>(a, x, y, stats[k]);
+      const T* ahead = next_row(a, i + group, end, a.features / 2);
+      if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, stats[k], ahead);
+      else rms_norm_apply<Stream, false>(a, x, y, stats[k], ahead);
     }
   }
 }

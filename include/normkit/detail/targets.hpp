@@ -62,3 +62,10 @@
 #else
 #define NORMKIT_ALWAYS_INLINE inline
 #endif
+
+// A hint to bring the cache line holding p into the cache, ahead of its use.
+#if defined(__GNUC__) || defined(__clang__)
+#define NORMKIT_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define NORMKIT_PREFETCH(p) ((void)(p))
+#endif
