@@ -804,12 +804,12 @@ struct BackwardPass {
 
 template <bool Gamma, bool Beta, bool Dx, bool Stream, class T, class A>
 void backward_pass(const BackwardRows<T>& a, std::size_t i, A mean, A r, A correction, A dx_xhat,
-                   A dx_const) {
+                   A dx_const, const T* ahead) {
   using S = Simd<A>;
   const BackwardPass<Gamma, Beta, Dx, T, A> pass{
       a.dy + i * a.dy_stride, a.x + i * a.x_stride, a.gamma, a.grad_gamma, a.grad_beta, S::set(mean),
       S::set(r), S::set(-correction), S::set(-dx_xhat), S::set(-dx_const)};
-  if constexpr (Dx) write_row<Stream, A>(a.dx + i * a.dx_stride, a.features, pass);
+  if constexpr (Dx) write_row<Stream, A>(a.dx + i * a.dx_stride, a.features, pass, ahead);
   else pass.run_gradients_only(a.features);
 }
 
@@ -817,17 +817,24 @@ void backward_pass(const BackwardRows<T>& a, std::size_t i, A mean, A r, A corre
 /// wanted, dx wanted.
 template <bool Stream, class T, class A>
 void backward_row(const BackwardRows<T>& a, std::size_t i, A mean, A r, A correction, A dx_xhat,
-                  A dx_const) {
+                  A dx_const, const T* ahead) {
   const bool dx = a.dx != nullptr;
   if (a.gamma == nullptr) {
-    if (dx) backward_pass<false, false, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
+    if (dx) backward_pass<false, false, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const, ahead);
   } else if (a.grad_beta != nullptr) {
-    if (dx) backward_pass<true, true, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
-    else backward_pass<true, true, false, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
+    if (dx) backward_pass<true, true, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const, ahead);
+    else backward_pass<true, true, false, Stream>(a, i, mean, r, correction, dx_xhat, dx_const, ahead);
   } else {
-    if (dx) backward_pass<true, false, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
-    else backward_pass<true, false, false, Stream>(a, i, mean, r, correction, dx_xhat, dx_const);
+    if (dx) backward_pass<true, false, true, Stream>(a, i, mean, r, correction, dx_xhat, dx_const, ahead);
+    else backward_pass<true, false, false, Stream>(a, i, mean, r, correction, dx_xhat, dx_const, ahead);
   }
+}
+
+/// Where a backward pass over row i reads ahead (see write_row): half of the next row's x,
+/// from `offset`; dy streams behind it by the hardware prefetcher's own reckoning.
+template <class T>
+const T* next_x(const BackwardRows<T>& a, std::size_t i, std::size_t end, std::size_t offset) {
+  return i + 1 < end ? a.x + (i + 1) * a.x_stride + offset : nullptr;
 }
 
 template <bool Stream, class T>
@@ -841,16 +848,16 @@ void layer_norm_backward_rows(const BackwardRows<T>& a, std::size_t begin, std::
     const A mean = a.mean[i], r = a.rstd[i];
     double sums[3];  // Σg, Σg·x̃, Σx̃
     if (a.gamma != nullptr) {
-      row_sums<A, 3>(a.features, LayerNormBackwardTerms<true, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums);
+      row_sums<A, 3>(a.features, LayerNormBackwardTerms<true, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums, next_x(a, i, end, 0));
     } else {
-      row_sums<A, 3>(a.features, LayerNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums);
+      row_sums<A, 3>(a.features, LayerNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums, next_x(a, i, end, 0));
     }
     const double correction = sums[2] / n;
     const double mean_g = sums[0] / n;
     const double mean_gx = sums[1] / n - correction * mean_g;
     const double rd = static_cast<double>(r);
     backward_row<Stream>(a, i, mean, r, static_cast<A>(correction), static_cast<A>(rd * mean_gx),
-                         static_cast<A>(rd * mean_g));
+                         static_cast<A>(rd * mean_g), next_x(a, i, end, a.features / 2));
   }
 }
 
@@ -865,11 +872,12 @@ void rms_norm_backward_rows(const BackwardRows<T>& a, std::size_t begin, std::si
     const A r = a.rstd[i];
     double sums[1];  // Σg·x̂
     if (a.gamma != nullptr) {
-      row_sums<A, 1>(a.features, RmsNormBackwardTerms<true, T, A>{dy, x, a.gamma, S::set(r)}, sums);
+      row_sums<A, 1>(a.features, RmsNormBackwardTerms<true, T, A>{dy, x, a.gamma, S::set(r)}, sums, next_x(a, i, end, 0));
     } else {
-      row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums);
+      row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums, next_x(a, i, end, 0));
     }
-    backward_row<Stream>(a, i, A(0), r, A(0), static_cast<A>(static_cast<double>(r) * sums[0] / n), A(0));
+    backward_row<Stream>(a, i, A(0), r, A(0), static_cast<A>(static_cast<double>(r) * sums[0] / n), A(0),
+                         next_x(a, i, end, a.features / 2));
   }
 }
 
