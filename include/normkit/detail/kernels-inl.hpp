@@ -475,55 +475,31 @@ std::size_t group_rows(std::size_t features) {
   return fit < 1 ? 1 : (fit > kGroupRows ? kGroupRows : fit);
 }
 
-template <bool Stream, class T>
-void layer_norm_forward_group(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  using A = accum_t<T>;
-  const std::size_t group = group_rows<T>(a.features);
-  LayerNormRow<A> stats[kGroupRows];
-  for (std::size_t first = begin; first < end; first += group) {
-    const std::size_t count = end - first < group ? end - first : group;
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t i = first + k;
-      stats[k] = layer_norm_row(a.x + i * a.x_stride, a.features, a.eps, next_row(a, i + group, end, 0));
-    }
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t i = first + k;
-      if (a.mean != nullptr) a.mean[i] = static_cast<A>(stats[k].mean);
-      if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(stats[k].rstd);
-      const T* x = a.x + i * a.x_stride;
-      T* y = a.y + i * a.y_stride;
-      const T* ahead = next_row(a, i + group, end, a.features / 2);
-      if (a.gamma != nullptr && a.beta != nullptr) layer_norm_apply<Stream, true, true>(a, x, y, stats[k], ahead);
-      else if (a.gamma != nullptr) layer_norm_apply<Stream, true, false>(a, x, y, stats[k], ahead);
-      else layer_norm_apply<Stream, false, false>(a, x, y, stats[k], ahead);
-    }
-  }
-}
-
-template <bool Stream, class T>
-void layer_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  using A = accum_t<T>;
-  if (!Stream && fits_registers<T>(a.features)) {
-    for (std::size_t i = begin; i < end; ++i) {
-      const bool done = a.gamma != nullptr && a.beta != nullptr ? layer_norm_in_registers<true, true, T, A>(a, i)
-                        : a.gamma != nullptr                    ? layer_norm_in_registers<true, false, T, A>(a, i)
-                                                                : layer_norm_in_registers<false, false, T, A>(a, i);
-      if (!done) layer_norm_forward_group<Stream>(a, i, i + 1);
-    }
-    return;
-  }
-  layer_norm_forward_group<Stream>(a, begin, end);
-}
-
+/// LayerNorm for the forward driver below.
 template <class T>
-void layer_norm_forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  if (a.stream) {
-    layer_norm_forward_rows<true>(a, begin, end);
-    Simd<accum_t<T>>::stream_fence();
-  } else {
-    layer_norm_forward_rows<false>(a, begin, end);
+struct LayerNormForward {
+  using A = accum_t<T>;
+  using Row = LayerNormRow<A>;
+
+  static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
+    return layer_norm_row(x, a.features, a.eps, ahead);
   }
-}
+  static void save(const ForwardRows<T>& a, std::size_t i, const Row& row) {
+    if (a.mean != nullptr) a.mean[i] = static_cast<A>(row.mean);
+    if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(row.rstd);
+  }
+  template <bool Stream>
+  static void output(const ForwardRows<T>& a, const T* x, T* y, const Row& row, const T* ahead) {
+    if (a.gamma != nullptr && a.beta != nullptr) layer_norm_apply<Stream, true, true>(a, x, y, row, ahead);
+    else if (a.gamma != nullptr) layer_norm_apply<Stream, true, false>(a, x, y, row, ahead);
+    else layer_norm_apply<Stream, false, false>(a, x, y, row, ahead);
+  }
+  static bool in_registers(const ForwardRows<T>& a, std::size_t i) {
+    if (a.gamma != nullptr && a.beta != nullptr) return layer_norm_in_registers<true, true, T, A>(a, i);
+    if (a.gamma != nullptr) return layer_norm_in_registers<true, false, T, A>(a, i);
+    return layer_norm_in_registers<false, false, T, A>(a, i);
+  }
+};
 
 // ---------------------------------------------------------------------------------------
 // RMSNorm forward
@@ -652,49 +628,64 @@ bool rms_norm_in_registers(const ForwardRows<T>& a, std::size_t i) {
   return true;
 }
 
-template <bool Stream, class T>
-void rms_norm_forward_group(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+/// RMSNorm for the forward driver below.
+template <class T>
+struct RmsNormForward {
   using A = accum_t<T>;
+  using Row = RmsNormRow<A>;
+
+  static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
+    return rms_norm_row(x, a.features, a.eps, ahead);
+  }
+  static void save(const ForwardRows<T>& a, std::size_t i, const Row& row) {
+    if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(row.rstd);
+  }
+  template <bool Stream>
+  static void output(const ForwardRows<T>& a, const T* x, T* y, const Row& row, const T* ahead) {
+    if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, row, ahead);
+    else rms_norm_apply<Stream, false>(a, x, y, row, ahead);
+  }
+  static bool in_registers(const ForwardRows<T>& a, std::size_t i) {
+    return a.gamma != nullptr ? rms_norm_in_registers<true, T, A>(a, i) : rms_norm_in_registers<false, T, A>(a, i);
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// The forward driver, for either norm (Norm: LayerNormForward or RmsNormForward)
+
+/// Rows [begin, end) in groups: the statistics of every row of a group, then every output.
+template <bool Stream, class Norm, class T>
+void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
   const std::size_t group = group_rows<T>(a.features);
-  RmsNormRow<A> stats[kGroupRows];
+  typename Norm::Row stats[kGroupRows];
   for (std::size_t first = begin; first < end; first += group) {
     const std::size_t count = end - first < group ? end - first : group;
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t i = first + k;
-      stats[k] = rms_norm_row(a.x + i * a.x_stride, a.features, a.eps, next_row(a, i + group, end, 0));
+      stats[k] = Norm::statistics(a, a.x + i * a.x_stride, next_row(a, i + group, end, 0));
     }
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t i = first + k;
-      if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(stats[k].rstd);
-      const T* x = a.x + i * a.x_stride;
-      T* y = a.y + i * a.y_stride;
-      const T* ahead = next_row(a, i + group, end, a.features / 2);
-      if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, stats[k], ahead);
-      else rms_norm_apply<Stream, false>(a, x, y, stats[k], ahead);
+      Norm::save(a, i, stats[k]);
+      Norm::template output<Stream>(a, a.x + i * a.x_stride, a.y + i * a.y_stride, stats[k],
+                                    next_row(a, i + group, end, a.features / 2));
     }
   }
 }
 
-template <bool Stream, class T>
-void rms_norm_forward_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  using A = accum_t<T>;
-  if (!Stream && fits_registers<T>(a.features)) {
-    for (std::size_t i = begin; i < end; ++i) {
-      const bool done = a.gamma != nullptr ? rms_norm_in_registers<true, T, A>(a, i) : rms_norm_in_registers<false, T, A>(a, i);
-      if (!done) rms_norm_forward_group<Stream>(a, i, i + 1);
-    }
-    return;
-  }
-  rms_norm_forward_group<Stream>(a, begin, end);
-}
-
-template <class T>
-void rms_norm_forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+/// Rows [begin, end): short rows from registers (those the shortcut declines, and all rows of
+/// a streamed output, by groups), longer rows by groups. Non-temporal stores end with a fence.
+template <class Norm, class T>
+void forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
   if (a.stream) {
-    rms_norm_forward_rows<true>(a, begin, end);
+    forward_in_groups<true, Norm>(a, begin, end);
     Simd<accum_t<T>>::stream_fence();
+  } else if (fits_registers<T>(a.features)) {
+    for (std::size_t i = begin; i < end; ++i) {
+      if (!Norm::in_registers(a, i)) forward_in_groups<false, Norm>(a, i, i + 1);
+    }
   } else {
-    rms_norm_forward_rows<false>(a, begin, end);
+    forward_in_groups<false, Norm>(a, begin, end);
   }
 }
 
@@ -837,16 +828,18 @@ const T* next_x(const BackwardRows<T>& a, std::size_t i, std::size_t end, std::s
   return i + 1 < end ? a.x + (i + 1) * a.x_stride + offset : nullptr;
 }
 
-template <bool Stream, class T>
-void layer_norm_backward_rows(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
-  using A = accum_t<T>;
-  using S = Simd<A>;
-  const double n = static_cast<double>(a.features);
-  for (std::size_t i = begin; i < end; ++i) {
+/// LayerNorm for the backward driver below: the row sums Σg, Σg·x̃, Σx̃, then the second pass.
+template <class T>
+struct LayerNormBackward {
+  template <bool Stream>
+  static void row(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
+    using A = accum_t<T>;
+    using S = Simd<A>;
+    const double n = static_cast<double>(a.features);
     const T* dy = a.dy + i * a.dy_stride;
     const T* x = a.x + i * a.x_stride;
     const A mean = a.mean[i], r = a.rstd[i];
-    double sums[3];  // Σg, Σg·x̃, Σx̃
+    double sums[3];
     if (a.gamma != nullptr) {
       row_sums<A, 3>(a.features, LayerNormBackwardTerms<true, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums, next_x(a, i, end, 0));
     } else {
@@ -859,45 +852,37 @@ void layer_norm_backward_rows(const BackwardRows<T>& a, std::size_t begin, std::
     backward_row<Stream>(a, i, mean, r, static_cast<A>(correction), static_cast<A>(rd * mean_gx),
                          static_cast<A>(rd * mean_g), next_x(a, i, end, a.features / 2));
   }
-}
+};
 
-template <bool Stream, class T>
-void rms_norm_backward_rows(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
-  using A = accum_t<T>;
-  using S = Simd<A>;
-  const double n = static_cast<double>(a.features);
-  for (std::size_t i = begin; i < end; ++i) {
+/// RMSNorm for the backward driver below: the row sum Σg·x̂, then the second pass.
+template <class T>
+struct RmsNormBackward {
+  template <bool Stream>
+  static void row(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
+    using A = accum_t<T>;
+    using S = Simd<A>;
     const T* dy = a.dy + i * a.dy_stride;
     const T* x = a.x + i * a.x_stride;
     const A r = a.rstd[i];
-    double sums[1];  // Σg·x̂
+    double sums[1];
     if (a.gamma != nullptr) {
       row_sums<A, 1>(a.features, RmsNormBackwardTerms<true, T, A>{dy, x, a.gamma, S::set(r)}, sums, next_x(a, i, end, 0));
     } else {
       row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums, next_x(a, i, end, 0));
     }
-    backward_row<Stream>(a, i, A(0), r, A(0), static_cast<A>(static_cast<double>(r) * sums[0] / n), A(0),
-                         next_x(a, i, end, a.features / 2));
+    const double dx_xhat = static_cast<double>(r) * sums[0] / static_cast<double>(a.features);
+    backward_row<Stream>(a, i, A(0), r, A(0), static_cast<A>(dx_xhat), A(0), next_x(a, i, end, a.features / 2));
   }
-}
+};
 
-template <class T>
-void layer_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
+/// Backward over rows [begin, end) for either norm; non-temporal stores of dx end with a fence.
+template <class Norm, class T>
+void backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
   if (a.stream) {
-    layer_norm_backward_rows<true>(a, begin, end);
+    for (std::size_t i = begin; i < end; ++i) Norm::template row<true>(a, i, end);
     Simd<accum_t<T>>::stream_fence();
   } else {
-    layer_norm_backward_rows<false>(a, begin, end);
-  }
-}
-
-template <class T>
-void rms_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
-  if (a.stream) {
-    rms_norm_backward_rows<true>(a, begin, end);
-    Simd<accum_t<T>>::stream_fence();
-  } else {
-    rms_norm_backward_rows<false>(a, begin, end);
+    for (std::size_t i = begin; i < end; ++i) Norm::template row<false>(a, i, end);
   }
 }
 
@@ -915,19 +900,19 @@ void add_into(A* out, const A* in, std::size_t n) {
 struct Kernels {
   template <class T>
   static void layer_norm_forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-    NORMKIT_KERNEL_NS::layer_norm_forward(a, begin, end);
+    forward<LayerNormForward<T>>(a, begin, end);
   }
   template <class T>
   static void rms_norm_forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-    NORMKIT_KERNEL_NS::rms_norm_forward(a, begin, end);
+    forward<RmsNormForward<T>>(a, begin, end);
   }
   template <class T>
   static void layer_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
-    NORMKIT_KERNEL_NS::layer_norm_backward(a, begin, end);
+    backward<LayerNormBackward<T>>(a, begin, end);
   }
   template <class T>
   static void rms_norm_backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
-    NORMKIT_KERNEL_NS::rms_norm_backward(a, begin, end);
+    backward<RmsNormBackward<T>>(a, begin, end);
   }
   template <class A>
   static void add_into(A* out, const A* in, std::size_t n) {
