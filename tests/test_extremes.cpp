@@ -1,0 +1,102 @@
+// NaN/±Inf stay in their row; rows of any magnitude (subnormal to FLT_MAX/DBL_MAX) match the reference.
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <vector>
+
+#include "support.hpp"
+
+using namespace nktest;
+
+namespace {
+
+/// Rows N(0.3, 1.7) scaled to a largest magnitude of 1.75 (so that ·2^127 stays below FLT_MAX and
+/// ·2^1023 below DBL_MAX), then two rows of extremes: alternating ±1.75, and 1.75 but one −1.75.
+std::vector<double> unit_rows(std::size_t features) {
+  std::vector<double> x = Random(features).normal(3 * features, 0.3, 1.7);
+  for (std::size_t i = 0; i < 3; ++i) {
+    double peak = 0;
+    for (std::size_t j = 0; j < features; ++j) peak = std::max(peak, std::fabs(x[i * features + j]));
+    for (std::size_t j = 0; j < features; ++j) x[i * features + j] *= 1.75 / peak;
+  }
+  for (std::size_t j = 0; j < features; ++j) x.push_back(j % 2 == 0 ? 1.75 : -1.75);
+  for (std::size_t j = 0; j < features; ++j) x.push_back(j == features / 2 ? -1.75 : 1.75);
+  return x;
+}
+
+/// The rows of unit_rows(features) times 2^exponent, as T, against the reference of the stored
+/// values times 2^-exponent (exact in double) with eps·2^(−2·exponent): the same y, since
+/// x·s / sqrt(var(x·s) + eps) = x / sqrt(var(x) + eps/s²), and the same for RMSNorm.
+template <class Norm>
+void check_magnitude(std::size_t features, int exponent, bool zero_eps) {
+  using T = typename Norm::value_type;
+  const double eps = zero_eps ? 0 : options_t<Norm>().eps;
+  CAPTURE(features, exponent, eps);
+  Norm norm = make_norm<Norm>(features, eps);
+  randomize_parameters(norm, 3);
+  std::vector<double> scaled = unit_rows(features);
+  for (double& v : scaled) v = std::ldexp(v, exponent);
+  const values_t<Norm> x = narrow<T>(scaled);
+  std::vector<double> x_ref = widen(x);
+  for (double& v : x_ref) v = std::ldexp(v, -exponent);
+  // eps/s² may overflow (s = 2^-1060): then y ≈ β within far less than any limit, as with DBL_MAX.
+  Norm scaled_eps =
+      make_norm<Norm>(features, std::min(std::ldexp(eps, -2 * exponent), std::numeric_limits<double>::max()));
+  randomize_parameters(scaled_eps, 3);
+
+  const Saved<Norm> got = forward_train(norm, x);
+  CHECK(count_finite(got.y) == got.y.size());
+  CHECK(count_finite(got.mean) == got.mean.size());
+  check_within(norm_name<Norm>() + " y (magnitudes)", worst_relative(got.y, reference_forward(scaled_eps, x_ref).y),
+               limits<T>().forward);
+}
+
+/// LayerNorm and RMSNorm, eps = 0 and the default eps, at each exponent.
+template <class T>
+void check_magnitudes(std::initializer_list<int> exponents) {
+  for (const std::size_t features : {2u, 7u, 64u, 1000u}) {
+    for (const int exponent : exponents) {
+      for (const bool zero_eps : {true, false}) {
+        check_magnitude<LayerNorm<T>>(features, exponent, zero_eps);
+        check_magnitude<RMSNorm<T>>(features, exponent, zero_eps);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a NaN or an infinity poisons its own row only", "[extremes]") {
+  for_each_norm([]<class Norm>() {
+    using T = typename Norm::value_type;
+    for (const std::size_t features : {1u, 8u, 33u, 1000u}) {
+      Norm norm(features);
+      randomize_parameters(norm, 1);
+      const auto x = test_rows<T>(4, features, 0, 2);
+      const Saved<Norm> clean = forward_train(norm, x);
+      for (const double bad : {std::numeric_limits<double>::quiet_NaN(), HUGE_VAL, -HUGE_VAL}) {
+        for (const std::size_t at : {std::size_t{0}, features / 2, features - 1}) {
+          CAPTURE(features, bad, at);
+          auto poisoned = x;
+          poisoned[2 * features + at] = from_double<T>(bad);
+          const Saved<Norm> got = forward_train(norm, poisoned);
+          CHECK(count_finite(row_of(got.y, 2, features)) == 0);
+          CHECK(other_rows_same(got.y, clean.y, 2, features));
+          CHECK(other_rows_same(got.mean, clean.mean, 2, 1));
+          CHECK(other_rows_same(got.rstd, clean.rstd, 2, 1));
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("float rows of any magnitude give finite results matching the reference", "[extremes]") {
+  // 2^-140 ≈ 7e-43 (subnormal) … 2^127 ≈ 1.7e38, which puts the largest values at ±3e38.
+  check_magnitudes<float>({-140, -100, -50, -17, 0, 33, 66, 100, 127});
+}
+
+TEST_CASE("double rows of any magnitude give finite results matching the reference", "[extremes]") {
+  // 2^-1060 ≈ 1e-319 (subnormal) … 2^1023 ≈ 9e307, which puts the largest values at ±1.6e308.
+  check_magnitudes<double>({-1060, -500, -166, 0, 166, 500, 1023});
+}

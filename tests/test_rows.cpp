@@ -1,0 +1,113 @@
+// Rows never interact, in-place calls equal out-of-place ones bitwise, and an empty batch is a no-op.
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "support.hpp"
+
+using namespace nktest;
+
+TEST_CASE("changing one row changes only that row's outputs", "[rows]") {
+  for_each_norm([]<class Norm>() {
+    using T = typename Norm::value_type;
+    for (const std::size_t features : {1u, 8u, 33u, 1000u}) {
+      CAPTURE(features);
+      Norm norm(features);
+      randomize_parameters(norm, 1);
+      const auto x = test_rows<T>(4, features, 0, 2);
+      const auto dy = normal_values<T>(4 * features, 0, 1, 3);
+      auto changed = x;
+      const auto other = normal_values<T>(features, 5, 3, 4);
+      std::copy(other.begin(), other.end(), changed.begin() + static_cast<std::ptrdiff_t>(2 * features));
+
+      const Saved<Norm> a = forward_train(norm, x), b = forward_train(norm, changed);
+      CHECK(other_rows_same(a.y, b.y, 2, features));
+      CHECK(other_rows_same(a.mean, b.mean, 2, 1));
+      CHECK(other_rows_same(a.rstd, b.rstd, 2, 1));
+      CHECK(other_rows_same(backward(norm, dy, x, a), backward(norm, dy, changed, b), 2, features));
+      if (features > 1) CHECK(!same_bits(row_of(a.y, 2, features), row_of(b.y, 2, features)));
+    }
+  });
+}
+
+TEST_CASE("a batch of one row gives bitwise that row of a batch of 64", "[rows]") {
+  for_each_norm([]<class Norm>() {
+    using T = typename Norm::value_type;
+    for (const std::size_t features : {8u, 33u, 1000u}) {
+      CAPTURE(features);
+      Norm norm(features);
+      randomize_parameters(norm, 1);
+      const auto x = test_rows<T>(64, features, 0, 2);
+      const auto dy = normal_values<T>(64 * features, 0, 1, 3);
+      const Saved<Norm> batch = forward_train(norm, x);
+      const auto batch_dx = backward(norm, dy, x, batch);
+      for (const std::size_t i : {0u, 17u, 63u}) {
+        CAPTURE(i);
+        const auto xi = row_of(x, i, features);
+        const Saved<Norm> one = forward_train(norm, xi);
+        CHECK(same_bits(one.y, row_of(batch.y, i, features)));
+        CHECK(same_bits(one.rstd, row_of(batch.rstd, i, 1)));
+        CHECK(same_bits(one.mean, is_layer_norm_v<Norm> ? row_of(batch.mean, i, 1) : batch.mean));
+        CHECK(same_bits(inference(norm, xi), one.y));
+        CHECK(same_bits(backward(norm, row_of(dy, i, features), xi, one), row_of(batch_dx, i, features)));
+      }
+    }
+  });
+}
+
+TEST_CASE("in place gives bitwise the results of out of place", "[rows]") {
+  for_each_norm([]<class Norm>() {
+    using T = typename Norm::value_type;
+    for (const std::size_t features : {1u, 17u, 1000u}) {
+      CAPTURE(features);
+      Norm norm(features);
+      randomize_parameters(norm, 1);
+      const auto x = test_rows<T>(3, features, 0, 2);
+      const auto dy = normal_values<T>(3 * features, 0, 1, 3);
+      const Saved<Norm> want = forward_train(norm, x);
+      const auto want_dx = backward(norm, dy, x, want);
+      const auto want_gamma = widen(norm.grad_gamma());
+
+      auto buffer = x;  // y = x
+      norm.forward(buffer, buffer);
+      CHECK(same_bits(buffer, want.y));
+
+      buffer = x;  // training: y = x
+      using A = typename Norm::accum_type;
+      std::vector<A> mean(want.mean.size(), A(7)), rstd(want.rstd.size(), A(7));
+      if constexpr (is_layer_norm_v<Norm>)
+        norm.forward(buffer, buffer, mean, rstd);
+      else
+        norm.forward(buffer, buffer, rstd);
+      CHECK(same_bits(buffer, want.y));
+      CHECK(same_bits(mean, want.mean));
+      CHECK(same_bits(rstd, want.rstd));
+
+      norm.zero_grad();
+      buffer = dy;  // dx = dy
+      backward_into(norm, buffer, x, want, buffer);
+      CHECK(same_bits(buffer, want_dx));
+      CHECK(widen(norm.grad_gamma()) == want_gamma);
+
+      norm.zero_grad();
+      buffer = x;  // dx = x
+      backward_into(norm, dy, buffer, want, buffer);
+      CHECK(same_bits(buffer, want_dx));
+      CHECK(widen(norm.grad_gamma()) == want_gamma);
+    }
+  });
+}
+
+TEST_CASE("an empty batch is valid and changes nothing", "[rows]") {
+  for_each_norm([]<class Norm>() {
+    Norm norm(5);
+    randomize_parameters(norm, 1);
+    values_t<Norm> none;
+    norm.forward(none, none);
+    const Saved<Norm> saved = forward_train(norm, none);
+    CHECK(saved.rstd.empty());
+    norm.zero_grad();
+    CHECK(backward(norm, none, none, saved).empty());
+    for (const auto g : norm.grad_gamma()) CHECK(g == 0);
+  });
+}
