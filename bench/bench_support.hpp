@@ -1,7 +1,7 @@
-// Shared pieces of normkit's benchmarks: shapes, page-aligned buffers, the input data of one
-// shape (cached, so that every benchmark of a shape uses the same memory), the correctness
-// check against normkit::reference that every implementation passes before it is timed, and
-// the copy bandwidth that throughput is compared with (the `roofline` counter).
+// Shared pieces of normkit's benchmarks: shapes, element types, page-aligned buffers, the input
+// data of one shape (cached, so that every benchmark of a shape uses the same memory), the
+// correctness check against normkit::reference that every implementation passes before it is
+// timed, and the copy bandwidth that throughput is compared with (the `roofline` counter).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -20,8 +20,11 @@
 #include <new>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "summary.hpp"
 
 namespace normkit_bench {
 
@@ -33,8 +36,36 @@ struct Shape {
 };
 
 template <class T>
+inline constexpr bool is_16bit_v = std::is_same_v<T, normkit::bfloat16> || std::is_same_v<T, normkit::float16>;
+
+template <class T>
 const char* type_name() {
-  return sizeof(T) == 8 ? "f64" : "f32";
+  if constexpr (std::is_same_v<T, double>) return "f64";
+  if constexpr (std::is_same_v<T, normkit::bfloat16>) return "bf16";
+  if constexpr (std::is_same_v<T, normkit::float16>) return "f16";
+  return "f32";
+}
+
+/// Exact: every element type is a subset of double. (The 16-bit types convert explicitly, and
+/// only to float.)
+template <class T>
+double to_double(T v) {
+  if constexpr (is_16bit_v<T>) {
+    return static_cast<double>(static_cast<float>(v));
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+/// Rounds to T; the 16-bit types through float (which may differ from rounding directly in the
+/// last bit: benchmark data only needs to be some value of T, read back exactly by to_double).
+template <class T>
+T from_double(double v) {
+  if constexpr (is_16bit_v<T>) {
+    return T(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 /// Prints a message and ends the program with a failure status: a benchmark whose
@@ -131,17 +162,17 @@ struct Problem {
     for (std::size_t r = 0; r < s.rows; ++r) {
       const double offset = rng.uniform(), spread = 1.0 + 0.5 * rng.uniform();
       for (std::size_t j = 0; j < s.features; ++j) {
-        x[r * s.features + j] = static_cast<T>(offset + spread * rng.uniform());
+        x[r * s.features + j] = from_double<T>(offset + spread * rng.uniform());
       }
     }
-    for (std::size_t i = 0; i < s.size(); ++i) dy[i] = static_cast<T>(rng.uniform());
+    for (std::size_t i = 0; i < s.size(); ++i) dy[i] = from_double<T>(rng.uniform());
     for (std::size_t j = 0; j < s.features; ++j) {
       gamma[j] = static_cast<A>(1.0 + 0.25 * rng.uniform());
       beta[j] = static_cast<A>(0.25 * rng.uniform());
     }
     // Touch every page of the outputs now, so that no benchmark pays for first-touch faults.
-    std::fill_n(y.data(), s.size(), T(0));
-    std::fill_n(dx.data(), s.size(), T(0));
+    std::fill_n(y.data(), s.size(), from_double<T>(0));
+    std::fill_n(dx.data(), s.size(), from_double<T>(0));
     // The saved statistics backward needs, from normkit's own training forward.
     normkit::LayerNorm<T> layer(s.features, {.eps = kLayerNormEps});
     layer.forward(x.span(), y.span(), mean, rstd);
@@ -167,8 +198,8 @@ struct Problem {
     dys.reserve(out->rows.size() * f);
     for (std::size_t r : out->rows) {
       for (std::size_t j = 0; j < f; ++j) {
-        xs.push_back(static_cast<double>(x[r * f + j]));
-        dys.push_back(static_cast<double>(dy[r * f + j]));
+        xs.push_back(to_double(x[r * f + j]));
+        dys.push_back(to_double(dy[r * f + j]));
       }
     }
     const std::vector<double> g(gamma.begin(), gamma.end()), b(beta.begin(), beta.end());
@@ -218,6 +249,16 @@ inline double scaled_error(double got, double want) {
 
 inline constexpr double kTolerance = 1e-4;
 
+/// The tolerance for outputs stored as T: kTolerance plus the rounding to T itself, half a unit
+/// in the last place relative to max(1, |value|) (2^-8 for bfloat16's 7 mantissa bits, 2^-11
+/// for float16's 10), which no implementation can avoid.
+template <class T>
+constexpr double output_tolerance() {
+  if constexpr (std::is_same_v<T, normkit::bfloat16>) return kTolerance + 0x1p-8;
+  if constexpr (std::is_same_v<T, normkit::float16>) return kTolerance + 0x1p-11;
+  return kTolerance;
+}
+
 /// Compares the checked rows of a rows × features result (got, full size) with the reference
 /// rows (want, holding only the checked rows, in order).
 template <class V>
@@ -226,13 +267,12 @@ void check_rows(const std::string& what, const V* got, const std::vector<double>
   double worst = 0;
   for (std::size_t i = 0; i < ref.rows.size(); ++i) {
     for (std::size_t j = 0; j < features; ++j) {
-      worst = std::max(worst, scaled_error(static_cast<double>(got[ref.rows[i] * features + j]),
-                                           want[i * features + j]));
+      worst = std::max(worst, scaled_error(to_double(got[ref.rows[i] * features + j]), want[i * features + j]));
     }
   }
-  if (!(worst <= kTolerance)) {
+  if (!(worst <= output_tolerance<V>())) {
     fail(what + ": differs from normkit::reference by " + std::to_string(worst) + " (tolerance " +
-         std::to_string(kTolerance) + ")");
+         std::to_string(output_tolerance<V>()) + ")");
   }
 }
 
@@ -273,10 +313,14 @@ void check_sums(const std::string& what, std::span<const V> got, std::span<const
 /// dx[i] = x[i] + dy[i]: two streams in, one out, the memory traffic of a backward pass with no
 /// arithmetic to speak of. memcpy is tuned per CPU by the C library; this loop gets the same
 /// chance through target_clones (AVX-512, AVX2 or baseline chosen at load time) and a fixed-size
-/// inner block that GCC's -O2 vectorizer accepts without a remainder loop.
+/// inner block that GCC's -O2 vectorizer accepts without a remainder loop. (target_clones does
+/// not take templates, hence one overload per element type.)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__linux__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
+#define NORMKIT_BENCH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NORMKIT_BENCH_CLONES
 #endif
+NORMKIT_BENCH_CLONES
 inline void add_arrays(float* __restrict out, const float* __restrict a, const float* __restrict b, std::size_t n) {
   constexpr std::size_t kBlock = 64;
   std::size_t i = 0;
@@ -285,9 +329,7 @@ inline void add_arrays(float* __restrict out, const float* __restrict a, const f
   }
   for (; i < n; ++i) out[i] = a[i] + b[i];
 }
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__linux__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+NORMKIT_BENCH_CLONES
 inline void add_arrays(double* __restrict out, const double* __restrict a, const double* __restrict b,
                        std::size_t n) {
   constexpr std::size_t kBlock = 32;
@@ -297,6 +339,29 @@ inline void add_arrays(double* __restrict out, const double* __restrict a, const
   }
   for (; i < n; ++i) out[i] = a[i] + b[i];
 }
+// The 16-bit types have no arithmetic of their own: their raw bits are added as integers, which
+// moves the same bytes as an addition would.
+NORMKIT_BENCH_CLONES
+inline void add_arrays(normkit::bfloat16* __restrict out, const normkit::bfloat16* __restrict a,
+                       const normkit::bfloat16* __restrict b, std::size_t n) {
+  constexpr std::size_t kBlock = 128;
+  std::size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    for (std::size_t k = 0; k < kBlock; ++k) out[i + k].bits = static_cast<std::uint16_t>(a[i + k].bits + b[i + k].bits);
+  }
+  for (; i < n; ++i) out[i].bits = static_cast<std::uint16_t>(a[i].bits + b[i].bits);
+}
+NORMKIT_BENCH_CLONES
+inline void add_arrays(normkit::float16* __restrict out, const normkit::float16* __restrict a,
+                       const normkit::float16* __restrict b, std::size_t n) {
+  constexpr std::size_t kBlock = 128;
+  std::size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    for (std::size_t k = 0; k < kBlock; ++k) out[i + k].bits = static_cast<std::uint16_t>(a[i + k].bits + b[i + k].bits);
+  }
+  for (; i < n; ++i) out[i].bits = static_cast<std::uint16_t>(a[i].bits + b[i].bits);
+}
+#undef NORMKIT_BENCH_CLONES
 
 /// The two copies the roofline compares with: `forward` moves the bytes of a forward pass
 /// (memcpy of x into y: one array read, one written); `backward` those of a backward pass
@@ -367,12 +432,15 @@ double timed_loop(benchmark::State& state, Body&& body) {
 }
 
 /// Reports the bytes moved (bytes_per_second) and `roofline`: this benchmark's bytes per second
-/// divided by the copy's at the same shape (copy_rate()).
-inline void report_bytes(benchmark::State& state, std::size_t bytes_per_iteration, double copy_bytes_per_second,
-                         double loop_seconds) {
+/// divided by the copy's at the same shape (copy_rate()). Both also go to results(), under the
+/// benchmark's name, for the summary printed at the end of the run.
+inline void report_bytes(benchmark::State& state, const std::string& name, std::size_t bytes_per_iteration,
+                         double copy_bytes_per_second, double loop_seconds) {
   const double total = static_cast<double>(bytes_per_iteration) * static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<std::int64_t>(total));
-  state.counters["roofline"] = total / loop_seconds / copy_bytes_per_second;
+  const Measurement m{total / loop_seconds, total / loop_seconds / copy_bytes_per_second};
+  state.counters["roofline"] = m.roofline;
+  results().record(name, m);
 }
 
 /// Runs the benchmark on one instruction set and restores the previous one afterwards.

@@ -1,0 +1,13 @@
+// Registers normkit_bench's bfloat16 and float16 benchmarks. A file of its own so that the build
+// compiles it in parallel with normkit_bench.cpp: the kernels and peers of all four element
+// types in one file take twice as long to compile.
+#include "benchmarks.hpp"
+
+namespace normkit_bench {
+
+void register_16bit_types() {
+  register_type<normkit::bfloat16>();
+  register_type<normkit::float16>();
+}
+
+}  // namespace normkit_bench
