@@ -7,9 +7,9 @@
 // a standard header first seen inside a target region would be compiled for that target.
 //
 // Accuracy plan (DESIGN §2), shared by every kernel here:
-// - Rows are read in chunks of kChunk vectors. Within a chunk each lane accumulates in A;
-//   chunks are combined in double. A row of 65537 floats thus adds at most 1024 terms in
-//   float anywhere, instead of 65537.
+// - Rows are read in chunks of kChunkVectors vectors. Within a chunk each lane accumulates in
+//   A; chunks are combined in double. A lane thus adds at most 64 terms in A, however long the
+//   row (65537 in the tests).
 // - LayerNorm statistics are Welford-style per lane: each block of kBlock vectors is reduced
 //   exactly by two passes over registers, then merged into the running lane moments with
 //   Chan's formula (block weights from a table, no division in the loop). The values are
@@ -22,10 +22,11 @@
 
 namespace normkit::detail::NORMKIT_KERNEL_NS {
 
-// kBlock = 8 vectors per lane update. A block costs 8 FMAs (shift), 8 adds (sum), 8 subs and 8
-// FMAs (squared deviations) and 6 ops to merge: 4.75 ops per vector against 6.25 with blocks
-// of 4, and the serial part (the running mean's sub + FMA, 3 + 4 cycles of latency on Zen 4
-// and Skylake) stays far below the ~19 cycles the block's 38 ops need on two FMA ports.
+// kBlock = 8 vectors per lane update. A block costs 8 shifts (a sub, or an FMA when the row
+// is rescaled), 8 adds (sum), 8 subs and 8 FMAs (squared deviations) and 6 ops to merge:
+// 4.75 ops per vector against 6.25 with blocks of 4, and the serial part (the running mean's
+// sub + FMA, 3 + 4 cycles of latency on Zen 4 and Skylake) stays far below the ~19 cycles the
+// block's 38 ops need on two pipes.
 inline constexpr std::size_t kBlock = 8;
 inline constexpr std::size_t kChunkBlocks = 8;
 inline constexpr std::size_t kChunkVectors = kBlock * kChunkBlocks;
