@@ -1,7 +1,9 @@
 // The naive double-precision reference of LayerNorm and RMSNorm, forward and backward: two-pass
 // statistics (with the mean's correction sum) and the textbook formulas, written for
 // obviousness, not speed. Every fast path is tested against it, and users may check their own
-// results with it.
+// results with it. x, dy: rows × features values, row-major; gamma and beta: features values,
+// or empty for γ = 1, β = 0. Each function throws std::invalid_argument, naming itself and the
+// sizes, when features is 0 or a size does not fit.
 #pragma once
 
 #include <cmath>
