@@ -286,7 +286,7 @@ LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps, const T* a
   double var = m.m2 / m.count;
   // Variance overflowed A (or the row holds NaN/Inf), or is small enough to lose bits: rescale
   // finite, nonzero rows by a power of two and measure again. A NaN/Inf row keeps its NaN.
-  if (!(var >= tiny_variance<A> && var <= static_cast<double>(std::numeric_limits<A>::max()))) {
+  if (!comfortable_variance<A>(var)) {
     const double peak = peak_magnitude(x, n);
     if (peak > 0 && peak <= std::numeric_limits<double>::max()) {
       scale = static_cast<A>(row_scale<A>(peak));
@@ -442,7 +442,7 @@ bool layer_norm_in_registers(const ForwardRows<T>& a, std::size_t i) {
   const double count = static_cast<double>(n);
   const double lo = static_cast<double>(S::sum(sum_e)) / count;
   const double var = static_cast<double>(S::sum(sum_ee)) / count - lo * lo;
-  if (!(var >= tiny_variance<A> && var <= static_cast<double>(std::numeric_limits<A>::max()))) return false;
+  if (!comfortable_variance<A>(var)) return false;
   const double r = scaled_rstd(var, a.eps, 1);
   if (a.mean != nullptr) a.mean[i] = static_cast<A>(static_cast<double>(shift) + static_cast<double>(m) + lo);
   if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(r);
@@ -547,7 +547,7 @@ RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps, const T* ahead
   double sum[1];
   row_sums<A, 1>(n, SquareTerms<T, A, Scale<false, A>>{x, Scale<false, A>(scale)}, sum, ahead);
   double ms = sum[0] / static_cast<double>(n);
-  if (!(ms >= tiny_variance<A> && ms <= static_cast<double>(std::numeric_limits<A>::max()))) {
+  if (!comfortable_variance<A>(ms)) {
     const double peak = peak_magnitude(x, n);
     if (peak > 0 && peak <= std::numeric_limits<double>::max()) {
       scale = static_cast<A>(row_scale<A>(peak));
@@ -622,7 +622,7 @@ bool rms_norm_in_registers(const ForwardRows<T>& a, std::size_t i) {
     if (row.used(k + 1)) odd = S::mul_add(row.d[k + 1], row.d[k + 1], odd);
   }
   const double ms = static_cast<double>(S::sum(S::add(even, odd))) / static_cast<double>(a.features);
-  if (!(ms >= tiny_variance<A> && ms <= static_cast<double>(std::numeric_limits<A>::max()))) return false;
+  if (!comfortable_variance<A>(ms)) return false;
   const double r = scaled_rstd(ms, a.eps, 1);
   if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(r);
   store_registers<A>(a.y + i * a.y_stride, row, ScaledOutput<Gamma, A>{a.gamma, S::set(static_cast<A>(r))});

@@ -42,6 +42,13 @@ template <class A>
 inline constexpr double tiny_variance =
     static_cast<double>(std::numeric_limits<A>::min()) * (1ull << std::numeric_limits<A>::digits);
 
+/// True when a variance (or mean square) fits A without overflow and without losing bits to
+/// underflow; false for NaN too. Rows outside it are rescaled (or, NaN/Inf, left to poison).
+template <class A>
+inline bool comfortable_variance(double var) noexcept {
+  return var >= tiny_variance<A> && var <= static_cast<double>(std::numeric_limits<A>::max());
+}
+
 /// The power of two that brings `peak` (the row's largest magnitude, finite and nonzero) into
 /// [0.5, 1), clamped so that it is itself a normal A. Multiplying by it is exact.
 template <class A>
