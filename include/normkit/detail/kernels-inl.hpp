@@ -194,6 +194,14 @@ auto load(const T* p, std::size_t count) {
   else return S::load_n(p, count);
 }
 
+/// Stores a full vector (Full) or its first `count` lanes at p, rounded to T.
+template <bool Full, class T, class V>
+NORMKIT_ALWAYS_INLINE void put(T* p, V v, std::size_t count) {
+  using S = Simd<accum_t<T>>;
+  if constexpr (Full) S::store(p, v);
+  else S::store_n(p, v, count);
+}
+
 /// Elements before p reaches an address aligned for a whole vector of T.
 template <class A, class T>
 std::size_t unaligned_head(const T* p) {
@@ -385,6 +393,16 @@ struct RegisterRow {
     NORMKIT_UNROLL
     for (std::size_t k = 0; k + 1 < Vectors; ++k) d[k] = S::sub(d[k], v);
     d[Vectors - 1] = last == W ? S::sub(d[Vectors - 1], v) : S::keep_n(S::sub(d[Vectors - 1], v), last);
+  }
+
+  /// f(k, full, count) for each register k: full is std::true_type for a whole vector, else
+  /// std::false_type with `count` lanes.
+  template <class F>
+  NORMKIT_ALWAYS_INLINE void for_each(F&& f) const {
+    NORMKIT_UNROLL
+    for (std::size_t k = 0; k + 1 < Vectors; ++k) f(k, std::true_type{}, W);
+    if (last == W) f(Vectors - 1, std::true_type{}, W);
+    else f(Vectors - 1, std::false_type{}, last);
   }
 
   /// Writes y[0, n) = out.value(d[k], j, count) (see CenteredOutput).
@@ -834,12 +852,6 @@ struct BackwardPass {
     }
   }
 
-  template <bool Full>
-  static void put(A* p, V v, std::size_t count) {
-    if constexpr (Full) S::store(p, v);
-    else S::store_n(p, v, count);
-  }
-
   /// Without dx, only the gradients: every vector once, nothing written but them.
   void run_gradients_only(std::size_t n) const {
     constexpr std::size_t W = S::lanes;
@@ -884,14 +896,25 @@ const T* next_x(const BackwardRows<T>& a, std::size_t i, std::size_t end, std::s
   return i + 1 < end ? a.x + (i + 1) * a.x_stride + offset : nullptr;
 }
 
-/// LayerNorm for the backward driver below: the row sums Σg, Σg·x̃, Σx̃, then the second pass.
+/// The second pass's coefficients of a LayerNorm row from its sums Σg, Σg·x̃, Σx̃ over n.
+struct LayerNormCoefficients {
+  double correction, dx_xhat, dx_const;
+  LayerNormCoefficients(const double (&sums)[3], double n, double r) {
+    correction = sums[2] / n;
+    const double mean_g = sums[0] / n;
+    dx_xhat = r * (sums[1] / n - correction * mean_g);
+    dx_const = r * mean_g;
+  }
+};
+
+/// LayerNorm for the backward drivers below: the row sums Σg, Σg·x̃, Σx̃, then the second pass.
 template <class T>
 struct LayerNormBackward {
+  static constexpr bool kCentered = true;
   template <bool Stream>
   static void row(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
     using A = accum_t<T>;
     using S = Simd<A>;
-    const double n = static_cast<double>(a.features);
     const T* dy = a.dy + i * a.dy_stride;
     const T* x = a.x + i * a.x_stride;
     const A mean = a.mean[i], r = a.rstd[i];
@@ -901,18 +924,16 @@ struct LayerNormBackward {
     } else {
       row_sums<A, 3>(a.features, LayerNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums, next_x(a, i, end, 0));
     }
-    const double correction = sums[2] / n;
-    const double mean_g = sums[0] / n;
-    const double mean_gx = sums[1] / n - correction * mean_g;
-    const double rd = static_cast<double>(r);
-    backward_row<Stream>(a, i, mean, r, static_cast<A>(correction), static_cast<A>(rd * mean_gx),
-                         static_cast<A>(rd * mean_g), next_x(a, i, end, a.features / 2));
+    const LayerNormCoefficients c(sums, static_cast<double>(a.features), static_cast<double>(r));
+    backward_row<Stream>(a, i, mean, r, static_cast<A>(c.correction), static_cast<A>(c.dx_xhat),
+                         static_cast<A>(c.dx_const), next_x(a, i, end, a.features / 2));
   }
 };
 
-/// RMSNorm for the backward driver below: the row sum Σg·x̂, then the second pass.
+/// RMSNorm for the backward drivers below: the row sum Σg·x̂, then the second pass.
 template <class T>
 struct RmsNormBackward {
+  static constexpr bool kCentered = false;
   template <bool Stream>
   static void row(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
     using A = accum_t<T>;
@@ -931,12 +952,84 @@ struct RmsNormBackward {
   }
 };
 
-/// Backward over rows [begin, end) for either norm; non-temporal stores of dx end with a fence.
+/// Backward of row i when it fits in Vectors registers: x and dy are read once, the sums and
+/// then dx come from the registers, and only γ and the gradient partials are read again. The
+/// arithmetic is the general path's (x̃ = (x − mean)·r for LayerNorm, x̂ = x·r for RMSNorm);
+/// what goes is its per-row machinery, the chunk loop and its accumulator sets, which a row
+/// of a few vectors does not fill.
+template <std::size_t Vectors, bool Centered, bool Gamma, bool Beta, bool Dx, class T, class A>
+void backward_in_registers(const BackwardRows<T>& a, std::size_t i) {
+  using S = Simd<A>;
+  using V = typename S::vec;
+  constexpr std::size_t W = S::lanes;
+  const std::size_t n = a.features;
+  RegisterRow<Vectors, T, A> xt(a.x + i * a.x_stride, n);
+  RegisterRow<Vectors, T, A> g(a.dy + i * a.dy_stride, n);
+  const RegisterRow<Vectors, T, A> dy = g;
+  const A r = a.rstd[i];
+  const V vr = S::set(r);
+  if constexpr (Centered) xt.subtract(S::set(a.mean[i]));
+  V sum_g = S::zero(), sum_gx = S::zero(), sum_x = S::zero();
+  xt.for_each([&](std::size_t k, auto full, std::size_t count) {
+    xt.d[k] = S::mul(xt.d[k], vr);
+    if constexpr (Gamma) g.d[k] = S::mul(g.d[k], load<full()>(a.gamma + k * W, count));
+    sum_g = S::add(sum_g, g.d[k]);
+    sum_gx = S::mul_add(g.d[k], xt.d[k], sum_gx);
+    sum_x = S::add(sum_x, xt.d[k]);
+  });
+  V neg_correction = S::zero(), neg_dx_xhat, neg_dx_const = S::zero();
+  if constexpr (Centered) {
+    const double sums[3] = {static_cast<double>(S::sum(sum_g)), static_cast<double>(S::sum(sum_gx)),
+                            static_cast<double>(S::sum(sum_x))};
+    const LayerNormCoefficients c(sums, static_cast<double>(n), static_cast<double>(r));
+    neg_correction = S::set(static_cast<A>(-c.correction));
+    neg_dx_xhat = S::set(static_cast<A>(-c.dx_xhat));
+    neg_dx_const = S::set(static_cast<A>(-c.dx_const));
+  } else {
+    neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sum_gx)) / static_cast<double>(n)));
+  }
+  T* dx = a.dx + i * a.dx_stride;
+  xt.for_each([&](std::size_t k, auto full, std::size_t count) {
+    const std::size_t j = k * W;
+    const V xhat = S::add(xt.d[k], neg_correction);
+    if constexpr (Gamma) put<full()>(a.grad_gamma + j, S::mul_add(dy.d[k], xhat, load<full()>(a.grad_gamma + j, count)), count);
+    if constexpr (Beta) put<full()>(a.grad_beta + j, S::add(dy.d[k], load<full()>(a.grad_beta + j, count)), count);
+    if constexpr (Dx) put<full()>(dx + j, S::mul_add(g.d[k], vr, S::mul_add(xhat, neg_dx_xhat, neg_dx_const)), count);
+  });
+}
+
+/// Rows [begin, end) that fit registers, with the flags that fit `a` (see backward_row).
+template <std::size_t Vectors, class Norm, class T>
+void backward_short_rows(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
+  using A = accum_t<T>;
+  const auto rows = [&](auto gamma, auto beta, auto dx) {
+    for (std::size_t i = begin; i < end; ++i) {
+      backward_in_registers<Vectors, Norm::kCentered, gamma(), beta(), dx(), T, A>(a, i);
+    }
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
+  const bool dx = a.dx != nullptr;
+  if (a.gamma == nullptr) {
+    if (dx) rows(no{}, no{}, yes{});
+  } else if (a.grad_beta != nullptr) {
+    if (dx) rows(yes{}, yes{}, yes{});
+    else rows(yes{}, yes{}, no{});
+  } else {
+    if (dx) rows(yes{}, no{}, yes{});
+    else rows(yes{}, no{}, no{});
+  }
+}
+
+/// Backward over rows [begin, end) for either norm: short rows from registers, others in two
+/// passes; non-temporal stores of dx end with a fence.
 template <class Norm, class T>
 void backward(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
   if (a.stream) {
     for (std::size_t i = begin; i < end; ++i) Norm::template row<true>(a, i, end);
     Simd<accum_t<T>>::stream_fence();
+  } else if (fits_registers<T>(a.features)) {
+    with_register_count<accum_t<T>>(a.features, [&](auto vectors) { backward_short_rows<vectors(), Norm>(a, begin, end); });
   } else {
     for (std::size_t i = begin; i < end; ++i) Norm::template row<false>(a, i, end);
   }
