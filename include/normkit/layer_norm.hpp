@@ -100,7 +100,7 @@ class LayerNorm {
                                        gamma_.empty() ? nullptr : gamma_.data(), mean.data(), rstd.data(),
                                        nullptr, nullptr, detail::should_stream(dx.size_bytes())};
     detail::backward<detail::norm_kind::layer>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
-                                               grad_beta_.empty() ? nullptr : grad_beta_.data());
+                                               grad_beta_.empty() ? nullptr : grad_beta_.data(), workspace_);
   }
 
  private:
@@ -132,6 +132,7 @@ class LayerNorm {
   std::size_t features_;
   LayerNormOptions options_;
   std::vector<accum_type> gamma_, beta_, grad_gamma_, grad_beta_;
+  detail::SumWorkspace<accum_type> workspace_;  // backward's gradient partials, reused
 };
 
 }  // namespace normkit

@@ -81,7 +81,7 @@ class RMSNorm {
                                        gamma_.empty() ? nullptr : gamma_.data(), nullptr, rstd.data(),
                                        nullptr, nullptr, detail::should_stream(dx.size_bytes())};
     detail::backward<detail::norm_kind::rms>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
-                                             nullptr);
+                                             nullptr, workspace_);
   }
 
  private:
@@ -105,6 +105,7 @@ class RMSNorm {
   std::size_t features_;
   RMSNormOptions options_;
   std::vector<accum_type> gamma_, grad_gamma_;
+  detail::SumWorkspace<accum_type> workspace_;  // backward's gradient partials, reused
 };
 
 }  // namespace normkit

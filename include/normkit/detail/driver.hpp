@@ -56,9 +56,10 @@ void add_into(A* out, const A* in, std::size_t n) {
 }
 
 /// Backward over `rows` rows. With grad_gamma (and grad_beta) given, the gradient sums over
-/// the rows are formed block by block and added into them once, at the end.
+/// the rows are formed block by block, in `workspace`, and added into them once, at the end.
 template <norm_kind Kind, class T>
-void backward(BackwardRows<T> args, std::size_t rows, accum_t<T>* grad_gamma, accum_t<T>* grad_beta) {
+void backward(BackwardRows<T> args, std::size_t rows, accum_t<T>* grad_gamma, accum_t<T>* grad_beta,
+              SumWorkspace<accum_t<T>>& workspace) {
   using A = accum_t<T>;
   if (grad_gamma == nullptr) {
     args.grad_gamma = args.grad_beta = nullptr;
@@ -66,7 +67,8 @@ void backward(BackwardRows<T> args, std::size_t rows, accum_t<T>* grad_gamma, ac
     return;
   }
   const std::size_t f = args.features;
-  PairwiseSum<A, void (*)(A*, const A*, std::size_t)> partials(grad_beta != nullptr ? 2 * f : f, &add_into<A>);
+  PairwiseSum<A, void (*)(A*, const A*, std::size_t)> partials(grad_beta != nullptr ? 2 * f : f, &add_into<A>,
+                                                                     workspace);
   for (std::size_t begin = 0; begin < rows; begin += kGradBlockRows) {
     std::vector<A>& block = partials.next();
     args.grad_gamma = block.data();
