@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "support.hpp"
@@ -177,5 +178,21 @@ TEST_CASE("backward adds into the gradients, zero_grad clears them, an empty dx 
     norm.zero_grad();
     backward_into(norm, dy, x, saved, {});
     check_within(norm_name<Norm>() + " backward without dx", worst_vs_peak(grads(), once), one_rounding);
+
+    // backward() keeps its partials' buffers from call to call: a call over 3 rows (one block,
+    // not three) leaves nothing behind for the next.
+    const auto x3 = test_rows<T>(3, features, 0, 6);
+    const auto dy3 = normal_values<T>(3 * features, 0, 1, 7);
+    backward(norm, dy3, x3, forward_train(norm, x3));
+    norm.zero_grad();
+    backward(norm, dy, x, saved);
+    CHECK(grads() == once);
   });
 }
+
+// The functors keep backward()'s scratch buffers; that must not cost them their cheap moves
+// (std::vector<LayerNorm<float>> would copy every γ on growth).
+static_assert(std::is_nothrow_move_constructible_v<normkit::LayerNorm<float>> &&
+              std::is_nothrow_move_assignable_v<normkit::LayerNorm<float>> &&
+              std::is_nothrow_move_constructible_v<normkit::RMSNorm<normkit::bfloat16>> &&
+              std::is_nothrow_move_assignable_v<normkit::RMSNorm<normkit::bfloat16>>);

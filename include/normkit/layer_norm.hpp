@@ -132,7 +132,9 @@ class LayerNorm {
   std::size_t features_;
   LayerNormOptions options_;
   std::vector<accum_type> gamma_, beta_, grad_gamma_, grad_beta_;
-  detail::SumWorkspace<accum_type> workspace_;  // backward's gradient partials, reused
+  // backward()'s gradient partials, kept for the next call: about log2(rows / 64) + 2 buffers
+  // of 2·features accum_type, released with the functor.
+  detail::SumWorkspace<accum_type> workspace_;
 };
 
 }  // namespace normkit

@@ -105,7 +105,9 @@ class RMSNorm {
   std::size_t features_;
   RMSNormOptions options_;
   std::vector<accum_type> gamma_, grad_gamma_;
-  detail::SumWorkspace<accum_type> workspace_;  // backward's gradient partials, reused
+  // backward()'s gradient partials, kept for the next call: about log2(rows / 64) + 2 buffers
+  // of 2·features accum_type, released with the functor.
+  detail::SumWorkspace<accum_type> workspace_;
 };
 
 }  // namespace normkit

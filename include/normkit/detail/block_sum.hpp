@@ -18,8 +18,10 @@ struct SumWorkspace {
   std::vector<std::vector<A>> levels;  // levels[k]: the sum of 2^k blocks, or empty
 
   SumWorkspace() = default;
-  SumWorkspace(const SumWorkspace&) {}
-  SumWorkspace& operator=(const SumWorkspace&) { return *this; }
+  SumWorkspace(const SumWorkspace&) noexcept {}
+  SumWorkspace(SumWorkspace&&) noexcept {}
+  SumWorkspace& operator=(const SumWorkspace&) noexcept { return *this; }
+  SumWorkspace& operator=(SumWorkspace&&) noexcept { return *this; }
 };
 
 /// Sums equal-length partials that arrive one block at a time. Like a binary counter, two

@@ -459,7 +459,7 @@ inline constexpr std::size_t kGroupRows = 16;
 
 /// LayerNorm of the short rows [first, first + count), count ≤ kGroupRows, each in Vectors
 /// registers: per row d = x − x₀, m = mean(d), e = d − m, then the corrected two-pass
-/// lo = mean(e), var = mean(e²) − lo², and y = (e − lo)·r·γ + β. Sets declined[k], writing
+/// lo = mean(e), var = mean(e²) − lo², and y = (e·r − lo·r)·γ + β. Sets declined[k], writing
 /// nothing for that row, where the general path must take it: variance out of A's comfortable
 /// range, NaN/Inf, or a constant row (whose exact β the general path guarantees).
 template <std::size_t Vectors, bool Gamma, bool Beta, class T, class A>
@@ -528,7 +528,7 @@ void layer_norm_short_rows(const ForwardRows<T>& a, std::size_t first, std::size
 /// thread, AVX-512) gave at 2 KiB, against 16 KiB, LayerNorm 4096×768 154 against 193 ns/row,
 /// RMSNorm 110 against 165, 4096×1024 209 against 280 and 16384×256 71 against 91; 1 and 4 KiB
 /// were no better. Only rows already in L2 lost (64×768: 126 against 117). So a group is two
-/// rows of 256 floats, and a row of 512 floats or more goes alone.
+/// rows of 256 floats, and a row of more than 256 floats (512 in a 16-bit type) goes alone.
 inline constexpr std::size_t kGroupBytes = 2048;
 
 /// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end`.
@@ -961,29 +961,31 @@ struct RmsNormBackward {
 };
 
 /// Backward of row i when it fits in Vectors registers: x and dy are read once, the sums and
-/// then dx come from the registers, and only γ and the gradient partials are read again. The
-/// arithmetic is the general path's (x̃ = (x − mean)·r for LayerNorm, x̂ = x·r for RMSNorm);
-/// what goes is its per-row machinery, the chunk loop and its accumulator sets, which a row
-/// of a few vectors does not fill.
+/// then dx come from the registers, and only γ and the gradient partials are read again. Each
+/// element takes the general path's operations (x̃ = (x − mean)·r, x̂ = (x − mean)·r −
+/// correction, as one FMA; mean 0 for RMSNorm), only the sums add in another order; what goes
+/// is its per-row machinery, the chunk loop and its accumulator sets, which a row of a few
+/// vectors does not fill. At 64 floats on AVX2 the three rows spill a few registers, and
+/// reloading dy instead measured no better.
 template <std::size_t Vectors, bool Centered, bool Gamma, bool Beta, bool Dx, class T, class A>
 void backward_in_registers(const BackwardRows<T>& a, std::size_t i) {
   using S = Simd<A>;
   using V = typename S::vec;
   constexpr std::size_t W = S::lanes;
   const std::size_t n = a.features;
-  RegisterRow<Vectors, T, A> xt(a.x + i * a.x_stride, n);
+  RegisterRow<Vectors, T, A> t(a.x + i * a.x_stride, n);
   RegisterRow<Vectors, T, A> g(a.dy + i * a.dy_stride, n);
   const RegisterRow<Vectors, T, A> dy = g;
   const A r = a.rstd[i];
   const V vr = S::set(r);
-  if constexpr (Centered) xt.subtract(S::set(a.mean[i]));
+  if constexpr (Centered) t.subtract(S::set(a.mean[i]));
   V sum_g = S::zero(), sum_gx = S::zero(), sum_x = S::zero();
-  xt.for_each([&](std::size_t k, auto full, std::size_t count) {
-    xt.d[k] = S::mul(xt.d[k], vr);
+  t.for_each([&](std::size_t k, auto full, std::size_t count) {
+    const V xt = S::mul(t.d[k], vr);
     if constexpr (Gamma) g.d[k] = S::mul(g.d[k], load<full()>(a.gamma + k * W, count));
     sum_g = S::add(sum_g, g.d[k]);
-    sum_gx = S::mul_add(g.d[k], xt.d[k], sum_gx);
-    sum_x = S::add(sum_x, xt.d[k]);
+    sum_gx = S::mul_add(g.d[k], xt, sum_gx);
+    sum_x = S::add(sum_x, xt);
   });
   V neg_correction = S::zero(), neg_dx_xhat, neg_dx_const = S::zero();
   if constexpr (Centered) {
@@ -997,9 +999,9 @@ void backward_in_registers(const BackwardRows<T>& a, std::size_t i) {
     neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sum_gx)) / static_cast<double>(n)));
   }
   T* dx = a.dx + i * a.dx_stride;
-  xt.for_each([&](std::size_t k, auto full, std::size_t count) {
+  t.for_each([&](std::size_t k, auto full, std::size_t count) {
     const std::size_t j = k * W;
-    const V xhat = S::add(xt.d[k], neg_correction);
+    const V xhat = S::mul_add(t.d[k], vr, neg_correction);
     if constexpr (Gamma) put<full()>(a.grad_gamma + j, S::mul_add(dy.d[k], xhat, load<full()>(a.grad_gamma + j, count)), count);
     if constexpr (Beta) put<full()>(a.grad_beta + j, S::add(dy.d[k], load<full()>(a.grad_beta + j, count)), count);
     if constexpr (Dx) put<full()>(dx + j, S::mul_add(g.d[k], vr, S::mul_add(xhat, neg_dx_xhat, neg_dx_const)), count);
