@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -534,17 +535,17 @@ void register_shape(const Shape& shape, bool with_onednn) {
 }
 
 template <class T>
-void register_type() {
+void register_type(std::span<const Shape> shapes) {
 #ifdef NORMKIT_BENCH_HAVE_ONEDNN
   bool with_onednn = false;
   if constexpr (onednn_has_type_v<T>) with_onednn = onednn_supports<T>();
 #else
   const bool with_onednn = false;
 #endif
-  for (const Shape& shape : kShapes) register_shape<T>(shape, with_onednn);
+  for (const Shape& shape : shapes) register_shape<T>(shape, with_onednn);
 }
 
 /// Registers bfloat16 and float16 (normkit_bench_16bit.cpp).
-void register_16bit_types();
+void register_16bit_types(std::span<const Shape> shapes);
 
 }  // namespace normkit_bench

@@ -38,6 +38,7 @@
 // selects from the full matrix, e.g.
 //   normkit_bench --benchmark_filter='LayerNorm/forward/f32/.*'   (one pass, all shapes)
 //   normkit_bench --benchmark_filter='/4096x768/'                   (one shape, everything)
+// --shapes=RxF[,RxF...] replaces the matrix's shapes with your own, e.g. your model's widths.
 // At the end the summary (print_summary() in summary.hpp) gives one line per pass, type and
 // shape: normkit on the instruction set it picks here, its GiB/s and roofline, and its speed-up
 // over each peer; on stdout, or stderr when --benchmark_format makes stdout JSON or CSV.
@@ -50,11 +51,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,10 +88,33 @@ std::string curated_filter() {
 }
 
 // The order of registration is the order of the run and of the summary.
-void register_all() {
-  register_type<float>();
-  register_type<double>();
-  register_16bit_types();
+void register_all(std::span<const Shape> shapes) {
+  register_type<float>(shapes);
+  register_type<double>(shapes);
+  register_16bit_types(shapes);
+}
+
+/// The shapes of --shapes=RxF[,RxF...], or nothing (with a message) if any is malformed or empty.
+std::vector<Shape> parse_shapes(std::string_view list) {
+  std::vector<Shape> shapes;
+  while (!list.empty()) {
+    const std::string_view item = list.substr(0, list.find(','));
+    list.remove_prefix(item.size() < list.size() ? item.size() + 1 : item.size());
+    const std::size_t x = item.find('x');
+    const auto number = [](std::string_view digits, std::size_t& out) {
+      const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+      return error == std::errc() && end == digits.data() + digits.size() && out > 0;
+    };
+    Shape shape{};
+    if (x == std::string_view::npos || !number(item.substr(0, x), shape.rows) ||
+        !number(item.substr(x + 1), shape.features)) {
+      std::fprintf(stderr, "normkit_bench: --shapes wants <rows>x<features>[,...] of positive numbers, not '%.*s'\n",
+                   static_cast<int>(item.size()), item.data());
+      return {};
+    }
+    shapes.push_back(shape);
+  }
+  return shapes;
 }
 
 // ---- command line ----------------------------------------------------------------------------
@@ -127,7 +153,8 @@ void print_help() {
       "  <LayerNorm|RMSNorm|copy>/<forward|training|backward>/<f32|f64|bf16|f16>/<rows>x<features>/<impl>\n"
       "By default the curated set runs: %zu (type, shape) pairs, every pass, instruction set and peer.\n"
       "  --all                  the full matrix instead: %zu shapes x 4 types (or NORMKIT_BENCH_ALL=1)\n"
-      "  --benchmark_filter=RE  the benchmarks of the full matrix whose names match RE\n\n",
+      "  --benchmark_filter=RE  the benchmarks of the full matrix whose names match RE\n"
+      "  --shapes=RxF[,RxF...]  the full matrix over these shapes instead of the built-in ones\n\n",
       std::size(kCurated), std::size(kShapes));
   benchmark::PrintDefaultHelp();
 }
@@ -148,6 +175,18 @@ int main(int argc, char** argv) {
   if (all_flag != args.end()) {
     all = true;
     args.erase(all_flag);
+  }
+  // So is --shapes, which implies the full matrix: the curated set names the built-in shapes.
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  const char* shapes_arg = nullptr;
+  const auto shapes_flag = std::find_if(args.begin() + first_flag, args.end(),
+                                        [](const char* a) { return std::string_view(a).starts_with("--shapes="); });
+  if (shapes_flag != args.end()) {
+    shapes_arg = *shapes_flag;
+    shapes = parse_shapes(std::string_view(shapes_arg).substr(std::string_view("--shapes=").size()));
+    if (shapes.empty()) return 1;
+    all = true;
+    args.erase(shapes_flag);
   }
   // A short run: unless the user chose a minimum time, each benchmark runs for 0.05 s. And the
   // curated set, unless the user chose what to run.
@@ -174,6 +213,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("normkit_selection", filter_given ? "--benchmark_filter over the full matrix"
                                                    : all        ? "the full matrix"
                                                                 : "the curated set (--all for the full matrix)");
+  benchmark::AddCustomContext("normkit_shapes", shapes_arg != nullptr ? shapes_arg : "built-in");
 #ifdef NORMKIT_BENCH_HAVE_ONEDNN
   benchmark::AddCustomContext("onednn_threads", limit_onednn_threads());
   benchmark::AddCustomContext("onednn", onednn_description());
@@ -181,7 +221,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("onednn", "not built in (NORMKIT_BENCH_HAVE_ONEDNN undefined)");
 #endif
 
-  register_all();
+  register_all(shapes);
   benchmark::Initialize(&count, args.data(), print_help);
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -5,9 +5,9 @@
 
 namespace normkit_bench {
 
-void register_16bit_types() {
-  register_type<normkit::bfloat16>();
-  register_type<normkit::float16>();
+void register_16bit_types(std::span<const Shape> shapes) {
+  register_type<normkit::bfloat16>(shapes);
+  register_type<normkit::float16>(shapes);
 }
 
 }  // namespace normkit_bench
