@@ -854,21 +854,20 @@ NORMKIT_ALWAYS_INLINE void with_backward_flags(const BackwardRows<T>& a, F&& f) 
   }
 }
 
-/// Rows whose second passes run together, column by column (see BackwardTile), once a row's
-/// γ and β gradient partials take kTileMinPartialBytes, two thirds of a 48 KiB L1. Below
-/// that the partials stay in L1 beside the rows anyway. Measured against single rows (float,
-/// AVX-512, one thread): 1024×4096 −19%, 256×16384 −11%, 64×4096 −5%, but 4096×768 +14%.
-/// Four rows were no faster than two, and their pointers no longer fit the general registers.
+/// Rows whose second passes run together, column by column (see BackwardTile). Measured
+/// against single rows (float, AVX-512, one thread): 1024×4096 −19%, 256×16384 −11%, 1536×2048
+/// −17%, 64×768 and 64×1024 −5%; rows of 768 from DRAM within noise. Four rows were no faster
+/// than two, and their pointers no longer fit the general registers.
 inline constexpr std::size_t kTileRows = 2;
-inline constexpr std::size_t kTileMinPartialBytes = 32 * 1024;
 
 /// The second pass over the Rows rows from `first`, given their coefficients, one column
 /// vector at a time: the γ/β gradient partials of the column are loaded once, gain every
 /// row's dy·x̂ and dy in registers, and are stored once. Row by row, the partials were loaded
 /// and stored for every row: 5 loads, 3 stores and 7 operations a vector, ~4.8 cycles in L1
-/// where the same work without the partials took 2.4 (AVX-512, Zen 5). Four rows take their
-/// constants in 20 registers, which leaves room in AVX-512's 32 for the column's own.
-/// Each row adds into the partials in row order, as row by row, so the sums are unchanged.
+/// where the same work without the partials took 2.4 (AVX-512, Zen 5). Two rows take their
+/// constants in 10 registers. Each row adds into the partials in row order, as row by row, so
+/// the sums are unchanged. Every row's x and dy are loaded before any dx is stored, which an
+/// in-place dx allows because rows do not overlap.
 /// Gamma: γ is present and so is its gradient; Beta: β's gradient is wanted; Dx: dx is wanted.
 template <std::size_t Rows, bool Centered, bool Gamma, bool Beta, bool Dx, class T, class A>
 struct BackwardTile {
@@ -911,6 +910,7 @@ struct BackwardTile {
     for (std::size_t k = 0; k < Rows; ++k) {
       dys[k] = load<Full>(dy[k] + j, count);
       xs[k] = load<Full>(x[k] + j, count);
+      NORMKIT_IN_REGISTER(dys[k]);
     }
     NORMKIT_UNROLL
     for (std::size_t k = 0; k < Rows; ++k) {
@@ -1086,8 +1086,7 @@ void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t 
   using A = accum_t<T>;
   constexpr bool kCentered = Norm::kCentered;
   std::size_t i = begin;
-  const bool long_rows = 2 * a.features * sizeof(A) >= kTileMinPartialBytes;
-  if (long_rows && (!(Stream && Dx) || a.dx_stride % Simd<A>::lanes == 0)) {
+  if (!(Stream && Dx) || a.dx_stride % Simd<A>::lanes == 0) {
     for (; i + kTileRows <= end; i += kTileRows) {
       BackwardCoefficients<A> c[kTileRows];
       for (std::size_t k = 0; k < kTileRows; ++k) c[k] = Norm::coefficients(a, i + k, next_x(a, i + k + kTileRows, end));

@@ -63,6 +63,17 @@
 #define NORMKIT_ALWAYS_INLINE inline
 #endif
 
+// Makes the vector v live in a register from here on. GCC folds a load into every instruction
+// that uses the value when no store comes between them, loading it once per use: the backward
+// pass loaded each vector of dy three times, and ran 14% slower for it (768 floats, AVX-512).
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define NORMKIT_IN_REGISTER(v) __asm__("" : "+v"(v))
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+#define NORMKIT_IN_REGISTER(v) __asm__("" : "+w"(v))
+#else
+#define NORMKIT_IN_REGISTER(v) ((void)(v))
+#endif
+
 // A hint to bring the cache line holding p into the cache, ahead of its use.
 #if defined(__GNUC__) || defined(__clang__)
 #define NORMKIT_PREFETCH(p) __builtin_prefetch(p)
