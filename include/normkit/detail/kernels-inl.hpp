@@ -854,11 +854,15 @@ NORMKIT_ALWAYS_INLINE void with_backward_flags(const BackwardRows<T>& a, F&& f) 
   }
 }
 
-/// Rows whose second passes run together, column by column (see BackwardTile). Measured
-/// against single rows (float, AVX-512, one thread): 1024×4096 −19%, 256×16384 −11%, 1536×2048
-/// −17%, 64×768 and 64×1024 −5%; rows of 768 from DRAM within noise. Four rows were no faster
-/// than two, and their pointers no longer fit the general registers.
+/// Rows whose second passes run together, column by column (see BackwardTile), once a row's
+/// γ and β gradient partials take kTileMinPartialBytes, two thirds of a 48 KiB L1. Measured
+/// in normkit_bench against single rows (float, AVX-512, one thread): LayerNorm backward
+/// 1024×4096 +22% GiB/s, 8192×4096 +11%. At 768 floats tiles won in L1 (32×768 +35%) but lost
+/// from the last-level cache (4096×768 −14%), where single rows keep the better read-ahead, so
+/// rows below the threshold go singly. Four rows were no faster than two, and their pointers
+/// no longer fit the general registers.
 inline constexpr std::size_t kTileRows = 2;
+inline constexpr std::size_t kTileMinPartialBytes = 32 * 1024;
 
 /// The second pass over the Rows rows from `first`, given their coefficients, one column
 /// vector at a time: the γ/β gradient partials of the column are loaded once, gain every
@@ -867,7 +871,9 @@ inline constexpr std::size_t kTileRows = 2;
 /// where the same work without the partials took 2.4 (AVX-512, Zen 5). Two rows take their
 /// constants in 10 registers. Each row adds into the partials in row order, as row by row, so
 /// the sums are unchanged. Every row's x and dy are loaded before any dx is stored, which an
-/// in-place dx allows because rows do not overlap.
+/// in-place dx allows because rows do not overlap; the partials are stored before the last
+/// row's dx, the order of the single-row pass this replaced (storing them last measured 14%
+/// slower for single rows of 768 floats).
 /// Gamma: γ is present and so is its gradient; Beta: β's gradient is wanted; Dx: dx is wanted.
 template <std::size_t Rows, bool Centered, bool Gamma, bool Beta, bool Dx, class T, class A>
 struct BackwardTile {
@@ -920,6 +926,10 @@ struct BackwardTile {
       const V xhat = S::mul_add(d, r[k], neg_correction[k]);
       if constexpr (Gamma) grad_g = S::mul_add(dyv, xhat, grad_g);
       if constexpr (Beta) grad_b = S::add(dyv, grad_b);
+      if (k + 1 == Rows) {
+        if constexpr (Gamma) put<Full>(grad_gamma + j, grad_g, count);
+        if constexpr (Beta) put<Full>(grad_beta + j, grad_b, count);
+      }
       if constexpr (Dx) {
         const V g = Gamma ? S::mul(dyv, gam) : dyv;
         const V out = S::mul_add(g, r[k], S::mul_add(xhat, neg_dx_xhat[k], neg_dx_const[k]));
@@ -927,8 +937,6 @@ struct BackwardTile {
         else put<Full>(dx[k] + j, out, count);
       }
     }
-    if constexpr (Gamma) put<Full>(grad_gamma + j, grad_g, count);
-    if constexpr (Beta) put<Full>(grad_beta + j, grad_b, count);
   }
 };
 
@@ -1086,7 +1094,8 @@ void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t 
   using A = accum_t<T>;
   constexpr bool kCentered = Norm::kCentered;
   std::size_t i = begin;
-  if (!(Stream && Dx) || a.dx_stride % Simd<A>::lanes == 0) {
+  const bool long_rows = 2 * a.features * sizeof(A) >= kTileMinPartialBytes;
+  if (long_rows && (!(Stream && Dx) || a.dx_stride % Simd<A>::lanes == 0)) {
     for (; i + kTileRows <= end; i += kTileRows) {
       BackwardCoefficients<A> c[kTileRows];
       for (std::size_t k = 0; k < kTileRows; ++k) c[k] = Norm::coefficients(a, i + k, next_x(a, i + k + kTileRows, end));

@@ -65,7 +65,8 @@
 
 // Makes the vector v live in a register from here on. GCC folds a load into every instruction
 // that uses the value when no store comes between them, loading it once per use: the backward
-// pass loaded each vector of dy three times, and ran 14% slower for it (768 floats, AVX-512).
+// tiles loaded each vector of dy three times, and single rows so compiled ran 14% slower
+// (768 floats, AVX-512).
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #define NORMKIT_IN_REGISTER(v) __asm__("" : "+v"(v))
 #elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
