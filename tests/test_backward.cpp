@@ -115,7 +115,7 @@ TEST_CASE("gradient sums over many rows lose accuracy like log(rows), not rows",
 
 TEST_CASE("backward without elementwise_affine or bias", "[backward][options]") {
   for_each_type([]<class T>() {
-    for (const std::size_t features : {1u, 33u, 1000u}) {
+    for (const std::size_t features : {1u, 33u, 1000u, 4099u}) {
       check_backward_against_reference(LayerNorm<T>(features, layer_options(false, false)), 3);
       check_backward_against_reference(LayerNorm<T>(features, layer_options(true, false)), 3);
       check_backward_against_reference(RMSNorm<T>(features, rms_options(false)), 3);
@@ -141,52 +141,56 @@ TEST_CASE("RMSNorm backward is the gradient of the forward, without a mean(g) te
 }
 
 TEST_CASE("backward adds into the gradients, zero_grad clears them, an empty dx is skipped", "[backward]") {
-  // 130 rows: more than two blocks of rows.
+  // 130 rows: more than two blocks of rows; 5 rows of 4099 features: two tiles and a single row.
   for_each_norm([]<class Norm>() {
-    using A = typename Norm::accum_type;
-    using T = typename Norm::value_type;
-    const std::size_t features = 33, rows = 130;
-    Norm norm(features);
-    randomize_parameters(norm, 3);
-    const auto x = test_rows<T>(rows, features, 0, 4);
-    const auto dy = normal_values<T>(rows * features, 0, 1, 5);
-    const Saved<Norm> saved = forward_train(norm, x);
-    const auto grads = [&] {
-      std::vector<double> all = widen(norm.grad_gamma());
-      if constexpr (is_layer_norm_v<Norm>) {
-        for (const A g : norm.grad_beta()) all.push_back(static_cast<double>(g));
-      }
-      return all;
-    };
-    // The row blocks' sum is formed apart and added in once (DESIGN §2), so a second call adds
-    // the same total again: one rounding per value.
-    const double one_rounding = 2 * static_cast<double>(std::numeric_limits<A>::epsilon());
+    for (const std::size_t features : {33u, 4099u}) {
+      CAPTURE(features);
+      const std::size_t rows = features > 1000 ? 5 : 130;
+      using A = typename Norm::accum_type;
+      using T = typename Norm::value_type;
+      Norm norm(features);
+      randomize_parameters(norm, 3);
+      const auto x = test_rows<T>(rows, features, 0, 4);
+      const auto dy = normal_values<T>(rows * features, 0, 1, 5);
+      const Saved<Norm> saved = forward_train(norm, x);
+      const auto grads = [&] {
+        std::vector<double> all = widen(norm.grad_gamma());
+        if constexpr (is_layer_norm_v<Norm>) {
+          for (const A g : norm.grad_beta()) all.push_back(static_cast<double>(g));
+        }
+        return all;
+      };
+      // The row blocks' sum is formed apart and added in once (DESIGN §2), so a second call adds
+      // the same total again: one rounding per value.
+      const double one_rounding = 2 * static_cast<double>(std::numeric_limits<A>::epsilon());
 
-    const auto dx1 = backward(norm, dy, x, saved);
-    const std::vector<double> once = grads();
-    const auto dx2 = backward(norm, dy, x, saved);
-    std::vector<double> twice_want = once;
-    for (double& g : twice_want) g *= 2;
-    CHECK(same_bits(dx1, dx2));
-    check_within(norm_name<Norm>() + " second backward adds", worst_vs_peak(grads(), twice_want), one_rounding);
+      const auto dx1 = backward(norm, dy, x, saved);
+      const std::vector<double> once = grads();
+      const auto dx2 = backward(norm, dy, x, saved);
+      std::vector<double> twice_want = once;
+      for (double& g : twice_want) g *= 2;
+      CHECK(same_bits(dx1, dx2));
+      check_within(norm_name<Norm>() + " second backward adds", worst_vs_peak(grads(), twice_want), one_rounding);
 
-    norm.zero_grad();
-    CHECK(count_nonzero(grads()) == 0);
-    backward(norm, dy, x, saved);
-    CHECK(grads() == once);
+      norm.zero_grad();
+      CHECK(count_nonzero(grads()) == 0);
+      backward(norm, dy, x, saved);
+      CHECK(grads() == once);
 
-    norm.zero_grad();
-    backward_into(norm, dy, x, saved, {});
-    check_within(norm_name<Norm>() + " backward without dx", worst_vs_peak(grads(), once), one_rounding);
+      norm.zero_grad();
+      backward_into(norm, dy, x, saved, {});
+      if (features > 1000) CHECK(grads() == once);  // the same tiles, without dx
+      check_within(norm_name<Norm>() + " backward without dx", worst_vs_peak(grads(), once), one_rounding);
 
-    // backward() keeps its partials' buffers from call to call: a call over 3 rows (one block,
-    // not three) leaves nothing behind for the next.
-    const auto x3 = test_rows<T>(3, features, 0, 6);
-    const auto dy3 = normal_values<T>(3 * features, 0, 1, 7);
-    backward(norm, dy3, x3, forward_train(norm, x3));
-    norm.zero_grad();
-    backward(norm, dy, x, saved);
-    CHECK(grads() == once);
+      // backward() keeps its partials' buffers from call to call: a call over 3 rows (one block,
+      // not three) leaves nothing behind for the next.
+      const auto x3 = test_rows<T>(3, features, 0, 6);
+      const auto dy3 = normal_values<T>(3 * features, 0, 1, 7);
+      backward(norm, dy3, x3, forward_train(norm, x3));
+      norm.zero_grad();
+      backward(norm, dy, x, saved);
+      CHECK(grads() == once);
+    }
   });
 }
 

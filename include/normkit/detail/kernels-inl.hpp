@@ -854,15 +854,16 @@ NORMKIT_ALWAYS_INLINE void with_backward_flags(const BackwardRows<T>& a, F&& f) 
   }
 }
 
-/// Rows whose second passes run together, column by column (see BackwardTile), once a row's
-/// γ and β gradient partials take kTileMinPartialBytes, two thirds of a 48 KiB L1. Measured
-/// in normkit_bench against single rows (float, AVX-512, one thread): LayerNorm backward
-/// 1024×4096 +22% GiB/s, 8192×4096 +11%. At 768 floats tiles won in L1 (32×768 +35%) but lost
-/// from the last-level cache (4096×768 −14%), where single rows keep the better read-ahead, so
-/// rows below the threshold go singly. Four rows were no faster than two, and their pointers
-/// no longer fit the general registers.
+/// Rows whose second passes run together, column by column (see BackwardTile), when they have
+/// a γ gradient to share and take kTileMinRowBytes in A (4096 floats): then a row's x, dy, γ and
+/// partials no longer fit a 48 KiB L1 together. Measured in normkit_bench against single rows
+/// (float, AVX-512, one thread): LayerNorm backward 1024×4096 +22% GiB/s, 8192×4096 +11%,
+/// RMSNorm 1024×4096 +11%. At 768 floats tiles won in L1 (32×768 +35%) but lost from the
+/// last-level cache (4096×768 −14%), where single rows keep the better read-ahead, so shorter
+/// rows go singly. Four rows were no faster than two, and their pointers no longer fit the
+/// general registers.
 inline constexpr std::size_t kTileRows = 2;
-inline constexpr std::size_t kTileMinPartialBytes = 32 * 1024;
+inline constexpr std::size_t kTileMinRowBytes = 16 * 1024;
 
 /// The second pass over the Rows rows from `first`, given their coefficients, one column
 /// vector at a time: the γ/β gradient partials of the column are loaded once, gain every
@@ -872,8 +873,8 @@ inline constexpr std::size_t kTileMinPartialBytes = 32 * 1024;
 /// constants in 10 registers. Each row adds into the partials in row order, as row by row, so
 /// the sums are unchanged. Every row's x and dy are loaded before any dx is stored, which an
 /// in-place dx allows because rows do not overlap; the partials are stored before the last
-/// row's dx, the order of the single-row pass this replaced (storing them last measured 14%
-/// slower for single rows of 768 floats).
+/// row's dx, the order of the single-row pass this replaced (stored last, single rows of 768
+/// floats ran 10–16% below that pass in normkit_bench; in this order, 13% above it).
 /// Gamma: γ is present and so is its gradient; Beta: β's gradient is wanted; Dx: dx is wanted.
 template <std::size_t Rows, bool Centered, bool Gamma, bool Beta, bool Dx, class T, class A>
 struct BackwardTile {
@@ -953,12 +954,13 @@ void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCo
   const std::size_t n = a.features;
   std::size_t j = 0;
   if constexpr (Stream && Dx) {
-    const std::size_t head = unaligned_head<A>(tile.dx[0]) < n ? unaligned_head<A>(tile.dx[0]) : n;
+    const std::size_t unaligned = unaligned_head<A>(tile.dx[0]);
+    const std::size_t head = unaligned < n ? unaligned : n;
     if (head > 0) tile.template column<false, false>(0, head);
     j = head;
   }
-  // Rows past the range read ahead the last row again, which is cached already: a branch per
-  // row and column would cost more.
+  // Rows past the range read ahead this tile's last row instead, which is most likely cached:
+  // a branch per row and column would cost more.
   const T* ahead[Rows];
   for (std::size_t k = 0; k < Rows; ++k) ahead[k] = a.x + (first + (k < ahead_rows ? Rows + k : Rows - 1)) * a.x_stride + n / 2;
   for (; j + W <= n; j += W) {
@@ -1066,7 +1068,7 @@ void backward_in_registers(const BackwardRows<T>& a, std::size_t i) {
   } else {
     neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sum_gx)) / static_cast<double>(n)));
   }
-  T* dx = a.dx + i * a.dx_stride;
+  T* dx = Dx ? a.dx + i * a.dx_stride : nullptr;
   t.for_each([&](std::size_t k, auto full, std::size_t count) {
     const std::size_t j = k * W;
     const V xhat = S::mul_add(t.d[k], vr, neg_correction);
@@ -1087,15 +1089,15 @@ void backward_short_rows(const BackwardRows<T>& a, std::size_t begin, std::size_
 }
 
 /// Rows [begin, end) in two passes: the sums of kTileRows rows, then their second passes
-/// together; the rows left over, and every row when streamed rows of dx would not share
-/// their aligned columns, one at a time.
+/// together. One at a time: rows too short for tiles (see kTileRows) or without γ, the rows
+/// left over, and every row when streamed rows of dx would not share their aligned columns.
 template <class Norm, bool Gamma, bool Beta, bool Dx, bool Stream, class T>
 void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
   using A = accum_t<T>;
   constexpr bool kCentered = Norm::kCentered;
   std::size_t i = begin;
-  const bool long_rows = 2 * a.features * sizeof(A) >= kTileMinPartialBytes;
-  if (long_rows && (!(Stream && Dx) || a.dx_stride % Simd<A>::lanes == 0)) {
+  const bool tiled = Gamma && a.features * sizeof(A) >= kTileMinRowBytes;
+  if (tiled && (!(Stream && Dx) || a.dx_stride % Simd<A>::lanes == 0)) {
     for (; i + kTileRows <= end; i += kTileRows) {
       BackwardCoefficients<A> c[kTileRows];
       for (std::size_t k = 0; k < kTileRows; ++k) c[k] = Norm::coefficients(a, i + k, next_x(a, i + k + kTileRows, end));

@@ -63,11 +63,12 @@
 #define NORMKIT_ALWAYS_INLINE inline
 #endif
 
-// Makes the vector v live in a register from here on. GCC folds a load into every instruction
-// that uses the value when no store comes between them, loading it once per use: the backward
-// tiles loaded each vector of dy three times, and single rows so compiled ran 14% slower
-// (768 floats, AVX-512).
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+// Makes the value v come from a register at this point, so that later uses share it. GCC folds
+// a load into every instruction that uses the value when no store comes between them, loading
+// it once per use: the backward tiles loaded each vector of dy three times, and single rows so
+// compiled ran 14% slower (768 floats, AVX-512). On x86 the "v" constraint needs SSE2 for the
+// scalar kernels' doubles.
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__SSE2__))
 #define NORMKIT_IN_REGISTER(v) __asm__("" : "+v"(v))
 #elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
 #define NORMKIT_IN_REGISTER(v) __asm__("" : "+w"(v))
