@@ -53,6 +53,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -94,20 +95,22 @@ void register_all(std::span<const Shape> shapes) {
   register_16bit_types(shapes);
 }
 
-/// The shapes of --shapes=RxF[,RxF...], or nothing (with a message) if any is malformed or empty.
+/// The shapes of --shapes=RxF[,RxF...], or nothing (with a message) if the list is empty or
+/// an item is not two positive numbers whose product fits a size_t.
 std::vector<Shape> parse_shapes(std::string_view list) {
+  const auto number = [](std::string_view digits, std::size_t& out) {
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return error == std::errc() && end == digits.data() + digits.size() && out > 0;
+  };
   std::vector<Shape> shapes;
-  while (!list.empty()) {
-    const std::string_view item = list.substr(0, list.find(','));
-    list.remove_prefix(item.size() < list.size() ? item.size() + 1 : item.size());
+  for (std::size_t start = 0; start <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string_view item = list.substr(start, comma - start);
+    start = comma + 1;
     const std::size_t x = item.find('x');
-    const auto number = [](std::string_view digits, std::size_t& out) {
-      const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-      return error == std::errc() && end == digits.data() + digits.size() && out > 0;
-    };
     Shape shape{};
     if (x == std::string_view::npos || !number(item.substr(0, x), shape.rows) ||
-        !number(item.substr(x + 1), shape.features)) {
+        !number(item.substr(x + 1), shape.features) || shape.features > SIZE_MAX / shape.rows) {
       std::fprintf(stderr, "normkit_bench: --shapes wants <rows>x<features>[,...] of positive numbers, not '%.*s'\n",
                    static_cast<int>(item.size()), item.data());
       return {};
@@ -182,8 +185,8 @@ int main(int argc, char** argv) {
   const auto shapes_flag = std::find_if(args.begin() + first_flag, args.end(),
                                         [](const char* a) { return std::string_view(a).starts_with("--shapes="); });
   if (shapes_flag != args.end()) {
-    shapes_arg = *shapes_flag;
-    shapes = parse_shapes(std::string_view(shapes_arg).substr(std::string_view("--shapes=").size()));
+    shapes_arg = *shapes_flag + std::string_view("--shapes=").size();
+    shapes = parse_shapes(shapes_arg);
     if (shapes.empty()) return 1;
     all = true;
     args.erase(shapes_flag);
