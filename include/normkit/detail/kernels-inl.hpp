@@ -941,10 +941,11 @@ struct BackwardTile {
   }
 };
 
-/// Runs a BackwardTile over every column of its rows while reading ahead the x of the
-/// `ahead_rows` rows after them, a line for each vector of the tile's, so that memory keeps
-/// reading while this pass mostly writes (see write_row). With Stream, dx's full vectors
-/// bypass the cache from the first aligned address on, which must be the same column in every row.
+/// Runs a BackwardTile over every column of its rows while reading ahead the second halves of
+/// the x of the `ahead_rows` rows after them (the first passes read ahead the first halves), so
+/// that memory keeps reading while this pass mostly writes (see write_row). With Stream, dx's
+/// full vectors bypass the cache from the first aligned address on, which must be the same
+/// column in every row.
 template <std::size_t Rows, bool Centered, bool Gamma, bool Beta, bool Dx, bool Stream, class T, class A>
 void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCoefficients<A>* c, std::size_t ahead_rows) {
   using S = Simd<A>;
