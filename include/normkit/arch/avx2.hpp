@@ -80,6 +80,16 @@ struct Simd<float> {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  // Halves of pairs, then two rounds of hadd: 12 instructions for 8 sums, where sum() takes 6
+  // for one. Reading v in an interleaved order puts sum i in lane i.
+  static vec sums(const vec* v) {
+    vec half[4];
+    for (std::size_t i = 0; i < 4; ++i) {
+      const vec a = v[i], b = v[i + 4];
+      half[i] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+    }
+    return _mm256_hadd_ps(_mm256_hadd_ps(half[0], half[1]), _mm256_hadd_ps(half[2], half[3]));
+  }
 
   /// Round to nearest even, as bfloat16(float) does: add 0x7fff plus the lowest kept bit, keep
   /// the top half; NaNs instead keep their top half with the quiet bit set.
@@ -108,6 +118,7 @@ struct Simd<double> {
   static vec zero() { return _mm256_setzero_pd(); }
   static vec set(double a) { return _mm256_set1_pd(a); }
   static vec load(const double* p) { return _mm256_loadu_pd(p); }
+  static vec load(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
   static vec load_n(const double* p, std::size_t n) { return _mm256_maskload_pd(p, mask(n)); }
   static void store(double* p, vec v) { _mm256_storeu_pd(p, v); }
   static void store_n(double* p, vec v, std::size_t n) { _mm256_maskstore_pd(p, mask(n), v); }
@@ -118,10 +129,16 @@ struct Simd<double> {
   static vec sub(vec a, vec b) { return _mm256_sub_pd(a, b); }
   static vec mul(vec a, vec b) { return _mm256_mul_pd(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return _mm256_fmadd_pd(a, b, c); }
+  static vec div(vec a, vec b) { return _mm256_div_pd(a, b); }
+  static vec sqrt(vec v) { return _mm256_sqrt_pd(v); }
   static double sum(vec v) {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
     s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
     return _mm_cvtsd_f64(s);
+  }
+  static vec sums(const vec* v) {
+    const vec a = _mm256_hadd_pd(v[0], v[1]), b = _mm256_hadd_pd(v[2], v[3]);
+    return _mm256_add_pd(_mm256_permute2f128_pd(a, b, 0x20), _mm256_permute2f128_pd(a, b, 0x31));
   }
 };
 

@@ -59,6 +59,26 @@ struct Simd<float> {
     v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
     return _mm512_cvtss_f32(v);
   }
+  // Each round halves both the vectors left and the width each still spans: 45 instructions
+  // for 16 sums, where sum() takes 8 for one. Reading v in a transposed order puts sum i in
+  // lane i.
+  static vec sums(const vec* v) {
+    vec half[8], quarter[4], eighth[2];
+    const auto in = [v](std::size_t s) { return v[(s % 4) * 4 + s / 4]; };
+    for (std::size_t i = 0; i < 8; ++i) {
+      const vec a = in(2 * i), b = in(2 * i + 1);
+      half[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+    }
+    for (std::size_t i = 0; i < 4; ++i) {
+      const vec a = half[2 * i], b = half[2 * i + 1];
+      quarter[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd));
+    }
+    for (std::size_t i = 0; i < 2; ++i) {
+      const vec a = quarter[2 * i], b = quarter[2 * i + 1];
+      eighth[i] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    }
+    return _mm512_add_ps(_mm512_shuffle_ps(eighth[0], eighth[1], 0x44), _mm512_shuffle_ps(eighth[0], eighth[1], 0xee));
+  }
 
   static vec widen_bfloat16(__m256i halves) {  // bfloat16 is the top half of a float
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
@@ -90,6 +110,7 @@ struct Simd<double> {
   static vec zero() { return _mm512_setzero_pd(); }
   static vec set(double a) { return _mm512_set1_pd(a); }
   static vec load(const double* p) { return _mm512_loadu_pd(p); }
+  static vec load(const float* p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
   static vec load_n(const double* p, std::size_t n) { return _mm512_maskz_loadu_pd(mask(n), p); }
   static void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
   static void store_n(double* p, vec v, std::size_t n) { _mm512_mask_storeu_pd(p, mask(n), v); }
@@ -100,11 +121,27 @@ struct Simd<double> {
   static vec sub(vec a, vec b) { return _mm512_sub_pd(a, b); }
   static vec mul(vec a, vec b) { return _mm512_mul_pd(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
+  static vec div(vec a, vec b) { return _mm512_div_pd(a, b); }
+  static vec sqrt(vec v) { return _mm512_sqrt_pd(v); }
   static double sum(vec v) {
     v = _mm512_add_pd(v, _mm512_shuffle_f64x2(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
     v = _mm512_add_pd(v, _mm512_shuffle_f64x2(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
     v = _mm512_add_pd(v, _mm512_permute_pd(v, 0x55));
     return _mm512_cvtsd_f64(v);
+  }
+  // As Simd<float>::sums, with three rounds for 8 sums.
+  static vec sums(const vec* v) {
+    vec half[4], quarter[2];
+    const auto in = [v](std::size_t s) { return v[(s % 4) * 2 + s / 4]; };
+    for (std::size_t i = 0; i < 4; ++i) {
+      const vec a = in(2 * i), b = in(2 * i + 1);
+      half[i] = _mm512_add_pd(_mm512_shuffle_f64x2(a, b, 0x44), _mm512_shuffle_f64x2(a, b, 0xee));
+    }
+    for (std::size_t i = 0; i < 2; ++i) {
+      const vec a = half[2 * i], b = half[2 * i + 1];
+      quarter[i] = _mm512_add_pd(_mm512_shuffle_f64x2(a, b, 0x88), _mm512_shuffle_f64x2(a, b, 0xdd));
+    }
+    return _mm512_add_pd(_mm512_unpacklo_pd(quarter[0], quarter[1]), _mm512_unpackhi_pd(quarter[0], quarter[1]));
   }
 };
 

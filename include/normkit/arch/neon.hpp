@@ -68,6 +68,7 @@ struct Simd<float> {
   static vec mul(vec a, vec b) { return vmulq_f32(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return vfmaq_f32(c, a, b); }
   static float sum(vec v) { return vaddvq_f32(v); }
+  static vec sums(const vec* v) { return vpaddq_f32(vpaddq_f32(v[0], v[1]), vpaddq_f32(v[2], v[3])); }
 
   /// Round to nearest even, as bfloat16(float) does; NaNs keep their top half, made quiet.
   static uint16x4_t to_bfloat16(vec v) {
@@ -88,6 +89,7 @@ struct Simd<double> {
   static vec zero() { return vdupq_n_f64(0.0); }
   static vec set(double a) { return vdupq_n_f64(a); }
   static vec load(const double* p) { return vld1q_f64(p); }
+  static vec load(const float* p) { return vcvt_f64_f32(vld1_f32(p)); }
   static vec load_n(const double* p, std::size_t) { return vsetq_lane_f64(*p, zero(), 0); }  // n is 1
   static void store(double* p, vec v) { vst1q_f64(p, v); }
   static void store_n(double* p, vec v, std::size_t) { *p = vgetq_lane_f64(v, 0); }
@@ -100,7 +102,10 @@ struct Simd<double> {
   static vec sub(vec a, vec b) { return vsubq_f64(a, b); }
   static vec mul(vec a, vec b) { return vmulq_f64(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return vfmaq_f64(c, a, b); }
+  static vec div(vec a, vec b) { return vdivq_f64(a, b); }
+  static vec sqrt(vec v) { return vsqrtq_f64(v); }
   static double sum(vec v) { return vaddvq_f64(v); }
+  static vec sums(const vec* v) { return vpaddq_f64(v[0], v[1]); }
 };
 
 }  // namespace normkit::detail::neon

@@ -12,9 +12,14 @@
 //   keep_n(v, n)                   lanes [0, n) of v, the others 0
 //   add, sub, mul, mul_add(a,b,c)  lane-wise; mul_add is a·b + c, fused where the ISA can
 //   sum(v)                         the horizontal sum of the lanes
-// with 0 < n < lanes wherever a count is taken.
+//   sums(v)                        from `lanes` vectors v[0..lanes), a vector whose lane i is
+//                                  the horizontal sum of v[i]: many rows' sums at once
+// with 0 < n < lanes wherever a count is taken. Simd<double> also provides
+//   load(p), p a float*            lanes of floats widened to double
+//   div(a, b), sqrt(v)             lane-wise, correctly rounded
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 #include "../types.hpp"
@@ -48,6 +53,9 @@ struct Simd {
   // single rounding (its products by powers of two are exact).
   static vec mul_add(vec a, vec b, vec c) { return a * b + c; }
   static A sum(vec v) { return v; }
+  static vec sums(const vec* v) { return v[0]; }
+  static vec div(vec a, vec b) { return a / b; }
+  static vec sqrt(vec v) { return std::sqrt(v); }
 };
 
 }  // namespace normkit::detail::scalar
