@@ -80,7 +80,7 @@ struct Simd<float> {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
-  // Halves of pairs, then two rounds of hadd: 12 instructions for 8 sums, where sum() takes 6
+  // Halves of pairs, then two rounds of hadd: 15 instructions for 8 sums, where sum() takes 6
   // for one. Reading v in an interleaved order puts sum i in lane i.
   static vec sums(const vec* v) {
     vec half[4];
