@@ -417,8 +417,10 @@ void bm_onednn(benchmark::State& state, Shape shape, Pass pass) {
   double seconds = 0;
 
   // oneDNN memory objects wrap our buffers (no copies); γ/β get their own copies because
-  // oneDNN takes them as non-const.
-  std::vector<float> scale(p.gamma), shift(p.beta), diff_scale(shape.features), diff_shift(shape.features);
+  // oneDNN takes them as non-const, aligned as normkit's own γ/β are.
+  Buffer<float> scale(shape.features), shift(shape.features), diff_scale(shape.features), diff_shift(shape.features);
+  std::copy(p.gamma.begin(), p.gamma.end(), scale.data());
+  std::copy(p.beta.begin(), p.beta.end(), shift.data());
   std::vector<float> mean(shape.rows), variance(shape.rows);
   memory src(d.data, dnn.engine, p.x.data()), dst(d.data, dnn.engine, p.y.data());
   memory scale_m(d.param, dnn.engine, scale.data()), shift_m(d.param, dnn.engine, shift.data());
@@ -476,8 +478,8 @@ void bm_onednn(benchmark::State& state, Shape shape, Pass pass) {
     run(prim, args);
     check_rows(what + " dx", p.dx.data(), ref.layer_backward.dx, ref, shape.features);
     if (ref.all_rows) {  // oneDNN overwrites diff_scale/diff_shift rather than adding
-      check_sums<float>(what + " diff_scale", diff_scale, ref.layer_backward.grad_gamma, ref.layer_gamma_terms);
-      check_sums<float>(what + " diff_shift", diff_shift, ref.layer_backward.grad_beta, ref.layer_beta_terms);
+      check_sums<float>(what + " diff_scale", diff_scale.span(), ref.layer_backward.grad_gamma, ref.layer_gamma_terms);
+      check_sums<float>(what + " diff_shift", diff_shift.span(), ref.layer_backward.grad_beta, ref.layer_beta_terms);
     }
     seconds = timed_loop(state, [&] { run(prim, args); });
   }

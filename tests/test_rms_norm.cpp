@@ -1,5 +1,6 @@
 // RMSNorm forward vs the reference (every size, offsets), a hand-checked batch, zero rows, options.
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "support.hpp"
@@ -87,6 +88,20 @@ TEST_CASE("RMSNorm default options and parameters", "[rms_norm][options]") {
   for (std::size_t j = 0; j < 10; ++j) {
     CHECK(norm.gamma()[j] == 1);
     CHECK(norm.grad_gamma()[j] == 0);
+  }
+}
+
+TEST_CASE("RMSNorm's parameters and gradients start on a cache line, in copies too", "[rms_norm][options]") {
+  // Every row starts at feature 0, so then no vector load of these arrays straddles two lines.
+  const auto on_line = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+  for (const std::size_t features : {1u, 10u, 768u, 4099u}) {
+    const RMSNorm<float> norm(features);
+    const RMSNorm<float> copy = norm;
+    const RMSNorm<double> wide(features);
+    CHECK(on_line(norm.gamma().data()));
+    CHECK(on_line(norm.grad_gamma().data()));
+    CHECK(on_line(copy.gamma().data()));
+    CHECK(on_line(wide.gamma().data()));
   }
 }
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
-#include <vector>
 
+#include "detail/aligned.hpp"
 #include "detail/checks.hpp"
 #include "detail/driver.hpp"
 #include "options.hpp"
@@ -131,7 +131,7 @@ class LayerNorm {
 
   std::size_t features_;
   LayerNormOptions options_;
-  std::vector<accum_type> gamma_, beta_, grad_gamma_, grad_beta_;
+  detail::aligned_vector<accum_type> gamma_, beta_, grad_gamma_, grad_beta_;
   // backward()'s gradient partials, kept for the next call: about log2(rows / 64) + 2 buffers
   // of 2·features accum_type, released with the functor.
   detail::SumWorkspace<accum_type> workspace_;

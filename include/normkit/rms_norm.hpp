@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
-#include <vector>
 
+#include "detail/aligned.hpp"
 #include "detail/checks.hpp"
 #include "detail/driver.hpp"
 #include "options.hpp"
@@ -104,7 +104,7 @@ class RMSNorm {
 
   std::size_t features_;
   RMSNormOptions options_;
-  std::vector<accum_type> gamma_, grad_gamma_;
+  detail::aligned_vector<accum_type> gamma_, grad_gamma_;
   // backward()'s gradient partials, kept for the next call: about log2(rows / 64) + 2 buffers
   // of 2·features accum_type, released with the functor.
   detail::SumWorkspace<accum_type> workspace_;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "aligned.hpp"
+
 namespace normkit::detail {
 
 /// The buffers a PairwiseSum works in, kept by the caller from one sum to the next so that a
@@ -14,8 +16,8 @@ namespace normkit::detail {
 /// cost more than the row's arithmetic). A copy starts empty: the contents are scratch.
 template <class A>
 struct SumWorkspace {
-  std::vector<A> current;
-  std::vector<std::vector<A>> levels;  // levels[k]: the sum of 2^k blocks, or empty
+  aligned_vector<A> current;
+  std::vector<aligned_vector<A>> levels;  // levels[k]: the sum of 2^k blocks, or empty
 
   SumWorkspace() = default;
   SumWorkspace(const SumWorkspace&) noexcept {}
@@ -32,11 +34,11 @@ class PairwiseSum {
  public:
   PairwiseSum(std::size_t length, AddInto add_into, SumWorkspace<A>& workspace)
       : length_(length), add_into_(add_into), current_(workspace.current), levels_(workspace.levels) {
-    for (std::vector<A>& level : levels_) level.clear();
+    for (aligned_vector<A>& level : levels_) level.clear();
   }
 
   /// A zeroed buffer to accumulate the next block into; pass it to commit() when complete.
-  std::vector<A>& next() {
+  aligned_vector<A>& next() {
     current_.assign(length_, A(0));
     return current_;
   }
@@ -53,10 +55,10 @@ class PairwiseSum {
   }
 
   /// The sum of every committed block, smallest level first; a single level as it is.
-  const std::vector<A>& total() {
-    const std::vector<A>* only = nullptr;
+  const aligned_vector<A>& total() {
+    const aligned_vector<A>* only = nullptr;
     std::size_t filled = 0;
-    for (const std::vector<A>& level : levels_) {
+    for (const aligned_vector<A>& level : levels_) {
       if (!level.empty()) {
         only = &level;
         ++filled;
@@ -64,7 +66,7 @@ class PairwiseSum {
     }
     if (filled == 1) return *only;
     current_.assign(length_, A(0));
-    for (const std::vector<A>& level : levels_) {
+    for (const aligned_vector<A>& level : levels_) {
       if (!level.empty()) add_into_(current_.data(), level.data(), length_);
     }
     return current_;
@@ -73,8 +75,8 @@ class PairwiseSum {
  private:
   std::size_t length_;
   AddInto add_into_;
-  std::vector<A>& current_;
-  std::vector<std::vector<A>>& levels_;
+  aligned_vector<A>& current_;
+  std::vector<aligned_vector<A>>& levels_;
 };
 
 }  // namespace normkit::detail

@@ -70,14 +70,14 @@ void backward(BackwardRows<T> args, std::size_t rows, accum_t<T>* grad_gamma, ac
   PairwiseSum<A, void (*)(A*, const A*, std::size_t)> partials(grad_beta != nullptr ? 2 * f : f, &add_into<A>,
                                                                      workspace);
   for (std::size_t begin = 0; begin < rows; begin += kGradBlockRows) {
-    std::vector<A>& block = partials.next();
+    aligned_vector<A>& block = partials.next();
     args.grad_gamma = block.data();
     args.grad_beta = grad_beta != nullptr ? block.data() + f : nullptr;
     backward_rows<Kind>(args, begin, begin + kGradBlockRows < rows ? begin + kGradBlockRows : rows);
     partials.commit();
   }
   if (rows == 0) return;
-  const std::vector<A>& total = partials.total();
+  const aligned_vector<A>& total = partials.total();
   add_into(grad_gamma, total.data(), f);
   if (grad_beta != nullptr) add_into(grad_beta, total.data() + f, f);
 }
