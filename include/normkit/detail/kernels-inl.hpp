@@ -1028,12 +1028,15 @@ const T* next_x(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
 }
 
 /// The second pass's coefficients of a LayerNorm row from its sums Σg, Σg·x̃, Σx̃ over n.
+/// Means multiply by inv_n = 1/n: three divisions were the slowest link of a short row's
+/// chain (vdivsd takes 13 cycles and the divider one at a time), and 1/n's rounding costs at
+/// most a unit in the last place of a double, far below a float dx's.
 struct LayerNormCoefficients {
   double correction, dx_xhat, dx_const;
-  LayerNormCoefficients(const double (&sums)[3], double n, double r) {
-    correction = sums[2] / n;
-    const double mean_g = sums[0] / n;
-    dx_xhat = r * (sums[1] / n - correction * mean_g);
+  LayerNormCoefficients(const double (&sums)[3], double inv_n, double r) {
+    correction = sums[2] * inv_n;
+    const double mean_g = sums[0] * inv_n;
+    dx_xhat = r * (sums[1] * inv_n - correction * mean_g);
     dx_const = r * mean_g;
   }
 };
@@ -1054,7 +1057,7 @@ struct LayerNormBackward {
     } else {
       row_sums<A, 3>(a.features, LayerNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums, ahead);
     }
-    const LayerNormCoefficients c(sums, static_cast<double>(a.features), static_cast<double>(r));
+    const LayerNormCoefficients c(sums, 1 / static_cast<double>(a.features), static_cast<double>(r));
     return {mean, r, static_cast<A>(c.correction), static_cast<A>(c.dx_xhat), static_cast<A>(c.dx_const)};
   }
 };
@@ -1075,7 +1078,7 @@ struct RmsNormBackward {
     } else {
       row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums, ahead);
     }
-    const double dx_xhat = static_cast<double>(r) * sums[0] / static_cast<double>(a.features);
+    const double dx_xhat = static_cast<double>(r) * sums[0] * (1 / static_cast<double>(a.features));
     return {A(0), r, A(0), static_cast<A>(dx_xhat), A(0)};
   }
 };
@@ -1086,13 +1089,18 @@ struct RmsNormBackward {
 /// correction, as one FMA; mean 0 for RMSNorm), only the sums add in another order; what goes
 /// is its per-row machinery, the chunk loop and its accumulator sets, which a row of a few
 /// vectors does not fill. At 64 floats on AVX2 the three rows spill a few registers, and
-/// reloading dy instead measured no better.
+/// reloading dy instead measured no better. inv_n is 1/features (see LayerNormCoefficients).
 template <std::size_t Vectors, bool Centered, bool Gamma, bool Beta, bool Dx, class T, class A>
-void backward_in_registers(const BackwardRows<T>& a, std::size_t i) {
+void backward_in_registers(const BackwardRows<T>& a, std::size_t i, double inv_n) {
   using S = Simd<A>;
   using V = typename S::vec;
   constexpr std::size_t W = S::lanes;
   const std::size_t n = a.features;
+  // Locals: the stores to the gradients could alias `a`, and GCC reloaded each of these
+  // pointers from it after every store.
+  const A* const gamma = a.gamma;
+  A* const grad_gamma = a.grad_gamma;
+  A* const grad_beta = a.grad_beta;
   RegisterRow<Vectors, T, A> t(a.x + i * a.x_stride, n);
   RegisterRow<Vectors, T, A> g(a.dy + i * a.dy_stride, n);
   const RegisterRow<Vectors, T, A> dy = g;
@@ -1102,7 +1110,7 @@ void backward_in_registers(const BackwardRows<T>& a, std::size_t i) {
   V sum_g = S::zero(), sum_gx = S::zero(), sum_x = S::zero();
   t.for_each([&](std::size_t k, auto full, std::size_t count) {
     const V xt = S::mul(t.d[k], vr);
-    if constexpr (Gamma) g.d[k] = S::mul(g.d[k], load<full()>(a.gamma + k * W, count));
+    if constexpr (Gamma) g.d[k] = S::mul(g.d[k], load<full()>(gamma + k * W, count));
     sum_g = S::add(sum_g, g.d[k]);
     sum_gx = S::mul_add(g.d[k], xt, sum_gx);
     sum_x = S::add(sum_x, xt);
@@ -1111,19 +1119,19 @@ void backward_in_registers(const BackwardRows<T>& a, std::size_t i) {
   if constexpr (Centered) {
     const double sums[3] = {static_cast<double>(S::sum(sum_g)), static_cast<double>(S::sum(sum_gx)),
                             static_cast<double>(S::sum(sum_x))};
-    const LayerNormCoefficients c(sums, static_cast<double>(n), static_cast<double>(r));
+    const LayerNormCoefficients c(sums, inv_n, static_cast<double>(r));
     neg_correction = S::set(static_cast<A>(-c.correction));
     neg_dx_xhat = S::set(static_cast<A>(-c.dx_xhat));
     neg_dx_const = S::set(static_cast<A>(-c.dx_const));
   } else {
-    neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sum_gx)) / static_cast<double>(n)));
+    neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sum_gx)) * inv_n));
   }
   T* dx = Dx ? a.dx + i * a.dx_stride : nullptr;
   t.for_each([&](std::size_t k, auto full, std::size_t count) {
     const std::size_t j = k * W;
     const V xhat = S::mul_add(t.d[k], vr, neg_correction);
-    if constexpr (Gamma) put<full()>(a.grad_gamma + j, S::mul_add(dy.d[k], xhat, load<full()>(a.grad_gamma + j, count)), count);
-    if constexpr (Beta) put<full()>(a.grad_beta + j, S::add(dy.d[k], load<full()>(a.grad_beta + j, count)), count);
+    if constexpr (Gamma) put<full()>(grad_gamma + j, S::mul_add(dy.d[k], xhat, load<full()>(grad_gamma + j, count)), count);
+    if constexpr (Beta) put<full()>(grad_beta + j, S::add(dy.d[k], load<full()>(grad_beta + j, count)), count);
     if constexpr (Dx) put<full()>(dx + j, S::mul_add(g.d[k], vr, S::mul_add(xhat, neg_dx_xhat, neg_dx_const)), count);
   });
 }
@@ -1131,9 +1139,10 @@ void backward_in_registers(const BackwardRows<T>& a, std::size_t i) {
 /// Rows [begin, end) that fit registers, with the flags that fit `a`.
 template <std::size_t Vectors, class Norm, class T>
 void backward_short_rows(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
+  const double inv_n = 1 / static_cast<double>(a.features);
   with_backward_flags(a, [&](auto gamma, auto beta, auto dx) {
     for (std::size_t i = begin; i < end; ++i) {
-      backward_in_registers<Vectors, Norm::kCentered, gamma(), beta(), dx(), T, accum_t<T>>(a, i);
+      backward_in_registers<Vectors, Norm::kCentered, gamma(), beta(), dx(), T, accum_t<T>>(a, i, inv_n);
     }
   });
 }
