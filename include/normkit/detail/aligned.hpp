@@ -7,12 +7,13 @@
 
 namespace normkit::detail {
 
-/// One cache line, and a whole vector register of every instruction set we target (64 bytes
-/// for AVX-512). Rows start at feature 0, so in an array aligned to it no full vector load
-/// straddles two lines; one that does costs two L1 accesses. malloc's 16-byte alignment put
-/// γ and β at 48 and 16 bytes past a line in one program: aligned, LayerNorm forward went from
-/// 32.5 to 38 GiB/s at 32768×768 floats and from 52 to 60 at 64×1024 (from L2), RMSNorm 89 to
-/// 100 there (x and y page-aligned, AVX-512, one thread).
+/// A cache line on x86 and most AArch64 cores, and a multiple of every target's vector width.
+/// Rows start at feature 0, so in an array aligned to it no full vector load straddles two
+/// lines (except in streamed rows, whose full vectors start where y is aligned); one that does
+/// costs two L1 accesses. malloc's 16-byte alignment put γ and β at 48 and 16 bytes past a line
+/// in one program: aligned, LayerNorm forward went from 32.5 to 38 GiB/s at 32768×768 floats
+/// and from 52 to 60 at 64×1024 (from L2), RMSNorm 89 to 100 there (a standalone program, x and
+/// y page-aligned, AVX-512, one thread).
 inline constexpr std::size_t kLineBytes = 64;
 
 template <class T>

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <cstdlib>
-#include <vector>
 
+#include "aligned.hpp"
 #include "block_sum.hpp"
 #include "dispatch.hpp"
 #include "rows.hpp"
@@ -67,19 +67,22 @@ void backward(BackwardRows<T> args, std::size_t rows, accum_t<T>* grad_gamma, ac
     return;
   }
   const std::size_t f = args.features;
-  PairwiseSum<A, void (*)(A*, const A*, std::size_t)> partials(grad_beta != nullptr ? 2 * f : f, &add_into<A>,
+  // β's partials follow γ's from the next cache line on, so that both start on one.
+  constexpr std::size_t line = kLineBytes / sizeof(A);
+  const std::size_t beta_at = (f + line - 1) / line * line;
+  PairwiseSum<A, void (*)(A*, const A*, std::size_t)> partials(grad_beta != nullptr ? beta_at + f : f, &add_into<A>,
                                                                      workspace);
   for (std::size_t begin = 0; begin < rows; begin += kGradBlockRows) {
     aligned_vector<A>& block = partials.next();
     args.grad_gamma = block.data();
-    args.grad_beta = grad_beta != nullptr ? block.data() + f : nullptr;
+    args.grad_beta = grad_beta != nullptr ? block.data() + beta_at : nullptr;
     backward_rows<Kind>(args, begin, begin + kGradBlockRows < rows ? begin + kGradBlockRows : rows);
     partials.commit();
   }
   if (rows == 0) return;
   const aligned_vector<A>& total = partials.total();
   add_into(grad_gamma, total.data(), f);
-  if (grad_beta != nullptr) add_into(grad_beta, total.data() + f, f);
+  if (grad_beta != nullptr) add_into(grad_beta, total.data() + beta_at, f);
 }
 
 }  // namespace normkit::detail

@@ -1028,9 +1028,9 @@ const T* next_x(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
 }
 
 /// The second pass's coefficients of a LayerNorm row from its sums Σg, Σg·x̃, Σx̃ over n.
-/// Means multiply by inv_n = 1/n: three divisions were the slowest link of a short row's
-/// chain (vdivsd takes 13 cycles and the divider one at a time), and 1/n's rounding costs at
-/// most a unit in the last place of a double, far below a float dx's.
+/// Means multiply by inv_n = 1/n: three divisions (13 cycles of latency each, and they share
+/// the divider) were the hottest spot of a short row's critical path, and 1/n's rounding moves
+/// a coefficient by at most a unit in the last place of a double.
 struct LayerNormCoefficients {
   double correction, dx_xhat, dx_const;
   LayerNormCoefficients(const double (&sums)[3], double inv_n, double r) {
