@@ -109,6 +109,10 @@ bool other_rows_same(const V& a, const V& b, std::size_t except, std::size_t fea
   return true;
 }
 
+/// True when p starts a 64-byte cache line: where the library keeps its parameters, so that no
+/// vector load of them straddles two lines.
+inline bool starts_on_line(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
+
 /// How many values are finite.
 template <class V>
 std::size_t count_finite(const V& values) {
