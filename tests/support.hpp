@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "kernels.hpp"
 
 namespace nktest {
 
