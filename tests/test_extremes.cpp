@@ -55,7 +55,7 @@ void check_magnitude(std::size_t features, int exponent, bool zero_eps) {
 /// LayerNorm and RMSNorm, eps = 0 and the default eps, at each exponent.
 template <class T>
 void check_magnitudes(std::initializer_list<int> exponents) {
-  for (const std::size_t features : {2u, 7u, 64u, 1000u}) {
+  for (const std::size_t features : {2u, 7u, 64u, 100u, 200u, 1000u}) {
     for (const int exponent : exponents) {
       for (const bool zero_eps : {true, false}) {
         check_magnitude<LayerNorm<T>>(features, exponent, zero_eps);
@@ -70,7 +70,7 @@ void check_magnitudes(std::initializer_list<int> exponents) {
 TEST_CASE("a NaN or an infinity poisons its own row only", "[extremes]") {
   for_each_norm([]<class Norm>() {
     using T = typename Norm::value_type;
-    for (const std::size_t features : {1u, 8u, 33u, 1000u}) {
+    for (const std::size_t features : {1u, 8u, 33u, 100u, 200u, 1000u}) {
       Norm norm(features);
       randomize_parameters(norm, 1);
       const auto x = test_rows<T>(4, features, 0, 2);
