@@ -462,13 +462,20 @@ void check_forward(const Saved<Norm>& got, const normkit::reference::Forward& wa
 // Comparisons with the reference over sizes
 
 /// The row lengths the issue asks for: every SIMD tail (1…17 and around 32, 64, 128, 256), model
-/// widths, and a row longer than any chunk.
+/// widths, and a row longer than any chunk; and a row of each register count of the short-row
+/// path past 8 (9…16 vectors, each compiled separately) at 2, 4, 8 and 16 lanes.
 inline std::vector<std::size_t> test_sizes() {
   std::vector<std::size_t> sizes;
   for (std::size_t f = 1; f <= 17; ++f) sizes.push_back(f);
   for (const std::size_t f :
        {31u, 32u, 33u, 63u, 64u, 65u, 127u, 128u, 129u, 255u, 256u, 257u, 768u, 1000u, 4096u, 4099u, 65537u}) {
     sizes.push_back(f);
+  }
+  for (const std::size_t lanes : {2u, 4u, 8u, 16u}) {
+    for (std::size_t vectors = 9; vectors <= 16; ++vectors) {
+      const std::size_t f = vectors * lanes - 1;
+      if (std::find(sizes.begin(), sizes.end(), f) == sizes.end()) sizes.push_back(f);
+    }
   }
   return sizes;
 }
