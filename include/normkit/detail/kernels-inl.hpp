@@ -366,9 +366,10 @@ void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNorm
 // divisions, a square root), and the reorder window holds only about three rows of it. Phase
 // by phase, each phase holds kGroupRows short independent chains and overlaps them; reloading
 // the row from L1 in each phase costs a load and two subtractions per vector (one since),
-// and the row takes 15.9 ns. The statistics then went from three horizontal sums, a division and a square
-// root per row to vectors of them for `lanes` rows at a time (Simd::sums, row_totals): 4096×64
-// floats, AVX-512, +24% LayerNorm and +51% RMSNorm (which had stayed row by row until then).
+// and the row takes 15.9 ns. The statistics then went from three horizontal sums, a division
+// and a square root per row to vectors of them for `lanes` rows at a time (Simd::sums,
+// row_totals): 4096×64 floats, AVX-512, +24% LayerNorm and +51% RMSNorm (which had stayed row
+// by row until then).
 
 // 16 registers: 256 floats on AVX-512, 128 on AVX2, 64 on NEON. With 8, rows just past them took
 // the general path (a Welford block, a two-pass tail, Chan merges and scalar statistics per
