@@ -29,7 +29,7 @@ TEST_CASE("LayerNorm forward matches the reference at every size", "[layer_norm]
 TEST_CASE("LayerNorm forward matches the reference over many rows", "[layer_norm][forward]") {
   // More rows than the kernels process together, so that groups of rows end mid-batch.
   for_each_type([]<class T>() {
-    for (const std::size_t features : {9u, 100u, 300u, 1000u})
+    for (const std::size_t features : {9u, 64u, 100u, 300u, 1000u})
       check_forward_against_reference(LayerNorm<T>(features), 37);
   });
 }

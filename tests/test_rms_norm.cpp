@@ -28,7 +28,7 @@ TEST_CASE("RMSNorm forward matches the reference at every size", "[rms_norm][for
 TEST_CASE("RMSNorm forward matches the reference over many rows", "[rms_norm][forward]") {
   // More rows than the kernels process together, so that groups of rows end mid-batch.
   for_each_type([]<class T>() {
-    for (const std::size_t features : {9u, 100u, 300u, 1000u})
+    for (const std::size_t features : {9u, 64u, 100u, 300u, 1000u})
       check_forward_against_reference(RMSNorm<T>(features), 37);
   });
 }

@@ -1,6 +1,7 @@
 // Rows never interact, in-place calls equal out-of-place ones bitwise, and an empty batch is a no-op.
 #include <algorithm>
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "support.hpp"
@@ -58,7 +59,7 @@ TEST_CASE("a batch of one row gives bitwise that row of a batch of 64", "[rows]"
 TEST_CASE("in place gives bitwise the results of out of place", "[rows]") {
   for_each_norm([]<class Norm>() {
     using T = typename Norm::value_type;
-    for (const std::size_t features : {1u, 17u, 1000u, 4096u, 4099u}) {
+    for (const std::size_t features : {1u, 17u, 64u, 1000u, 4096u, 4099u}) {
       CAPTURE(features);
       Norm norm(features);
       randomize_parameters(norm, 1);
@@ -71,6 +72,12 @@ TEST_CASE("in place gives bitwise the results of out of place", "[rows]") {
       auto buffer = x;  // y = x
       norm.forward(buffer, buffer);
       CHECK(same_bits(buffer, want.y));
+
+      values_t<Norm> storage;  // y = x, from a line boundary on (see on_line)
+      const std::span<T> aligned = on_line(storage, x.size());
+      std::copy(x.begin(), x.end(), aligned.begin());
+      norm.forward(aligned, aligned);
+      CHECK(same_bits<T>(aligned, want.y));
 
       buffer = x;  // training: y = x
       using A = typename Norm::accum_type;

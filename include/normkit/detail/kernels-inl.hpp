@@ -507,7 +507,7 @@ NORMKIT_ALWAYS_INLINE Simd<double>::vec rstd_lanes(Simd<double>::vec var, double
 }
 
 /// Prefetches every line of x's row i, if i < end. The short-row kernels read a group ahead
-/// this way while they write, as the general path reads a row ahead (see write_row): from
+/// this way while they write, as the general path does (see write_row): from
 /// DRAM, the hardware prefetcher alone left the reads idle during the output phase. Measured
 /// (one thread, AVX-512, float, normal stores): LayerNorm forward 16384×256 28 → 36 GiB/s,
 /// 32768×192 27 → 32; no change in cache (4096×64, 4096×256).
@@ -584,20 +584,21 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
     D::store(var + k, v);
     D::store(rstd + k, rstd_lanes(v, a.eps));
   }
-  // The rows again, into y. `b` is another copy of `a`: captured by reference, its fields
-  // were reloaded after every row's stores again (4096×64: −9%).
-  const auto outputs = [&](auto stream, const ForwardRows<T> b) {
+  // The rows again, into y. The lambda takes its own copy of the arguments, `args`, for y, γ,
+  // β, mean and rstd: read through the capture of `a`, they were reloaded after every row's
+  // stores again (4096×64: −9%).
+  const auto outputs = [&](auto stream, const ForwardRows<T> args) {
     for (std::size_t k = 0; k < count; ++k) {
-      prefetch_row(b, first + kGroupRows + k, end);
+      prefetch_row(args, first + kGroupRows + k, end);
       declined[k] = !comfortable_variance<A>(var[k]);
       if (declined[k]) continue;
-      if (b.mean != nullptr) {
-        b.mean[first + k] = static_cast<A>(static_cast<double>(center[k]) + lo[k]);
+      if (args.mean != nullptr) {
+        args.mean[first + k] = static_cast<A>(static_cast<double>(center[k]) + lo[k]);
       }
-      if (b.rstd != nullptr) b.rstd[first + k] = static_cast<A>(rstd[k]);
+      if (args.rstd != nullptr) args.rstd[first + k] = static_cast<A>(rstd[k]);
       centered(k).template store<stream()>(
-          b.y + (first + k) * b.y_stride,
-          CenteredOutput<Gamma, Beta, A>{b.gamma, b.beta, S::set(static_cast<A>(rstd[k])),
+          args.y + (first + k) * args.y_stride,
+          CenteredOutput<Gamma, Beta, A>{args.gamma, args.beta, S::set(static_cast<A>(rstd[k])),
                                          S::set(static_cast<A>(-lo[k] * rstd[k]))});
     }
   };
@@ -796,16 +797,16 @@ void rms_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::siz
     D::store(ms + k, mean_square);
     D::store(rstd + k, rstd_lanes(mean_square, a.eps));
   }
-  // `b` as in layer_norm_short_rows.
-  const auto outputs = [&](auto stream, const ForwardRows<T> b) {
+  // `args` as in layer_norm_short_rows.
+  const auto outputs = [&](auto stream, const ForwardRows<T> args) {
     for (std::size_t k = 0; k < count; ++k) {
-      prefetch_row(b, first + kGroupRows + k, end);
+      prefetch_row(args, first + kGroupRows + k, end);
       declined[k] = !comfortable_variance<A>(ms[k]);
       if (declined[k]) continue;
       const A r = static_cast<A>(rstd[k]);
-      if (b.rstd != nullptr) b.rstd[first + k] = r;
-      const RegisterRow<Vectors, T, A> row(b.x + (first + k) * b.x_stride, b.features);
-      row.template store<stream()>(b.y + (first + k) * b.y_stride, ScaledOutput<Gamma, A>{b.gamma, S::set(r)});
+      if (args.rstd != nullptr) args.rstd[first + k] = r;
+      const RegisterRow<Vectors, T, A> row(args.x + (first + k) * args.x_stride, args.features);
+      row.template store<stream()>(args.y + (first + k) * args.y_stride, ScaledOutput<Gamma, A>{args.gamma, S::set(r)});
     }
   };
   if (a.stream) outputs(std::true_type{}, a);
@@ -859,27 +860,29 @@ void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t e
   }
 }
 
-/// Rows [begin, end): short rows from registers (those the shortcut declines by groups),
-/// longer rows by groups. Short rows stream their output only where every row is aligned for
-/// whole vectors; through the general path instead, a streamed LayerNorm of 131072×64 floats
-/// ran at 12.7 GiB/s, against 30.2 now (AVX-512, one thread). Non-temporal stores end with a
-/// fence.
+/// Rows [begin, end): short rows from registers (the rows they decline through the general
+/// path, one at a time), longer rows by groups. Short rows stream their output only where
+/// every row starts on a whole vector: their registers sit at fixed offsets from the row's
+/// start, with no unaligned head to peel as write_row does. Unaligned, they store normally,
+/// and still beat streaming through the general path (LayerNorm 131072×64 floats, AVX-512,
+/// one thread: general path streamed 11.8 GiB/s, short rows 27.6 stored, 30.2 streamed).
+/// Non-temporal stores end with a fence.
 template <class Norm, class T>
 void forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
   if (fits_registers<T>(a.features)) {
-    ForwardRows<T> short_rows = a;
-    short_rows.stream = a.stream && every_row_aligned<accum_t<T>>(a.y, a.y_stride);
+    ForwardRows<T> registered = a;
+    registered.stream = a.stream && every_row_aligned<accum_t<T>>(a.y, a.y_stride);
     with_register_count<accum_t<T>>(a.features, [&](auto vectors) {
       for (std::size_t first = begin; first < end; first += kGroupRows) {
         const std::size_t count = end - first < kGroupRows ? end - first : kGroupRows;
         bool declined[kGroupRows];
-        Norm::template short_rows<vectors()>(short_rows, first, count, declined, end);
+        Norm::template short_rows<vectors()>(registered, first, count, declined, end);
         for (std::size_t k = 0; k < count; ++k) {
           if (declined[k]) forward_in_groups<false, Norm>(a, first + k, first + k + 1);
         }
       }
     });
-    if (short_rows.stream) Simd<accum_t<T>>::stream_fence();
+    if (registered.stream) Simd<accum_t<T>>::stream_fence();
   } else if (a.stream) {
     forward_in_groups<true, Norm>(a, begin, end);
     Simd<accum_t<T>>::stream_fence();
