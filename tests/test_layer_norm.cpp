@@ -27,9 +27,10 @@ TEST_CASE("LayerNorm forward matches the reference at every size", "[layer_norm]
 }
 
 TEST_CASE("LayerNorm forward matches the reference over many rows", "[layer_norm][forward]") {
-  // More rows than the kernels process together, so that groups of rows end mid-batch.
+  // More rows than the kernels process together, so that groups of rows end mid-batch;
+  // 8197 features: long rows, which go by pairs and blocks of columns, the last one partial.
   for_each_type([]<class T>() {
-    for (const std::size_t features : {9u, 64u, 100u, 300u, 1000u})
+    for (const std::size_t features : {9u, 64u, 100u, 300u, 1000u, 8197u})
       check_forward_against_reference(LayerNorm<T>(features), 37);
   });
 }

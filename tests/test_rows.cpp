@@ -34,7 +34,7 @@ TEST_CASE("changing one row changes only that row's outputs", "[rows]") {
 TEST_CASE("a batch of one row gives bitwise that row of a batch of 64", "[rows]") {
   for_each_norm([]<class Norm>() {
     using T = typename Norm::value_type;
-    for (const std::size_t features : {8u, 33u, 1000u, 4096u, 4099u}) {
+    for (const std::size_t features : {8u, 33u, 1000u, 4096u, 4099u, 8197u}) {
       CAPTURE(features);
       Norm norm(features);
       randomize_parameters(norm, 1);

@@ -261,6 +261,11 @@ void write_row(T* y, std::size_t n, const Out& out_ref, const T* ahead = nullptr
   if (j < n) S::store_n(y + j, out.template value<false>(j, n - j), n - j);
 }
 
+/// Columns [from, from + count) of a row: what one output pass over it writes.
+struct Columns {
+  std::size_t from, count;
+};
+
 /// The largest |x| of a row, or NaN if any value is NaN or ±Inf. Only for the rare rows whose
 /// statistics overflow or underflow, so plain scalar code.
 template <class T>
@@ -362,12 +367,14 @@ struct LayerNormOutput {
 };
 
 template <bool Stream, bool Gamma, bool Beta, class T, class A>
-void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNormRow<A>& row, const T* ahead) {
+void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNormRow<A>& row, Columns c, const T* ahead) {
   using S = Simd<A>;
+  const A* gamma = Gamma ? a.gamma + c.from : nullptr;
+  const A* beta = Beta ? a.beta + c.from : nullptr;
   if (row.scale == 1) {
-    write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A, Shift<false, A>>{x, a.gamma, a.beta, Shift<false, A>(row.scale, row.hi), S::set(row.r), S::set(-row.lo * row.r)}, ahead);
+    write_row<Stream, A>(y + c.from, c.count, LayerNormOutput<Gamma, Beta, T, A, Shift<false, A>>{x + c.from, gamma, beta, Shift<false, A>(row.scale, row.hi), S::set(row.r), S::set(-row.lo * row.r)}, ahead);
   } else {
-    write_row<Stream, A>(y, a.features, LayerNormOutput<Gamma, Beta, T, A, Shift<true, A>>{x, a.gamma, a.beta, Shift<true, A>(row.scale, row.hi), S::set(row.r), S::set(-row.lo * row.r)});
+    write_row<Stream, A>(y + c.from, c.count, LayerNormOutput<Gamma, Beta, T, A, Shift<true, A>>{x + c.from, gamma, beta, Shift<true, A>(row.scale, row.hi), S::set(row.r), S::set(-row.lo * row.r)});
   }
 }
 
@@ -618,13 +625,35 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
 /// thread, AVX-512) gave at 2 KiB, against 16 KiB, LayerNorm 4096×768 154 against 193 ns/row,
 /// RMSNorm 110 against 165, 4096×1024 209 against 280 and 16384×256 71 against 91; 1 and 4 KiB
 /// were no better. Only rows already in L2 lost (64×768: 126 against 117). So a group is two
-/// rows of 256 floats, and a row of more than 256 floats (512 in a 16-bit type) goes alone.
+/// rows of 256 floats, and a row of more than 256 floats (512 in a 16-bit type) goes alone,
+/// up to the long rows below.
 inline constexpr std::size_t kGroupBytes = 2048;
+
+/// Long LayerNorm rows with γ and β, of kPairMinRowBytes in A (8192 floats) and more, go by
+/// pairs, and their outputs by blocks of kColumnBytes of columns, each block of both rows in
+/// turn. One at a time, such a row's output pass read x, γ and β, three times L1, and γ and β
+/// came back from L2 for every row: 256×16384 floats ran at 23.9 GiB/s, 34.5 without γ and β
+/// (one thread, AVX-512). In blocks, a pair reads each block of γ and β once, from L1.
+/// Predicted: half of that gap back at 4096 floats and more. Measured in normkit_bench, best
+/// of four alternated runs, against a copy at 53–62: 256×16384 24.7 → 28.9, 512×8192
+/// 24.6 → 28.5, 64×65536 22.9 → 24.3, AVX2 256×16384 24.3 → 29.1. But at 4096 floats, from
+/// the last-level cache, pairs lost 5% (1024×4096, standalone): a pair's x then fills L1 and
+/// the output pass no longer finds it there. Blocks of 4 KiB gained less, whole rows lost,
+/// and groups of four rows were no better than pairs. RMSNorm, which reads γ only, gained
+/// nothing (512×8192 32.4 → 31.1, 64×65536 30.7 → 27.2), so rows without β go one at a time.
+inline constexpr std::size_t kPairMinRowBytes = 32 * 1024;
+inline constexpr std::size_t kColumnBytes = 2048;
 
 /// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end`.
 template <class T>
 const T* next_row(const ForwardRows<T>& a, std::size_t next, std::size_t end, std::size_t offset) {
   return next < end ? a.x + next * a.x_stride + offset : nullptr;
+}
+
+/// Whether rows go by pairs and blocks of columns (see kPairMinRowBytes).
+template <class T>
+bool in_pairs(const ForwardRows<T>& a) {
+  return a.beta != nullptr && a.features * sizeof(accum_t<T>) >= kPairMinRowBytes;
 }
 
 template <class T>
@@ -647,10 +676,10 @@ struct LayerNormForward {
     if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(row.rstd);
   }
   template <bool Stream>
-  static void output(const ForwardRows<T>& a, const T* x, T* y, const Row& row, const T* ahead) {
-    if (a.gamma != nullptr && a.beta != nullptr) layer_norm_apply<Stream, true, true>(a, x, y, row, ahead);
-    else if (a.gamma != nullptr) layer_norm_apply<Stream, true, false>(a, x, y, row, ahead);
-    else layer_norm_apply<Stream, false, false>(a, x, y, row, ahead);
+  static void output(const ForwardRows<T>& a, const T* x, T* y, const Row& row, Columns c, const T* ahead) {
+    if (a.gamma != nullptr && a.beta != nullptr) layer_norm_apply<Stream, true, true>(a, x, y, row, c, ahead);
+    else if (a.gamma != nullptr) layer_norm_apply<Stream, true, false>(a, x, y, row, c, ahead);
+    else layer_norm_apply<Stream, false, false>(a, x, y, row, c, ahead);
   }
   template <std::size_t Vectors>
   static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
@@ -742,12 +771,13 @@ struct RmsNormOutput {
 };
 
 template <bool Stream, bool Gamma, class T, class A>
-void rms_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const RmsNormRow<A>& row, const T* ahead) {
+void rms_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const RmsNormRow<A>& row, Columns c, const T* ahead) {
   using S = Simd<A>;
+  const A* gamma = Gamma ? a.gamma + c.from : nullptr;
   if (row.scale == 1) {
-    write_row<Stream, A>(y, a.features, RmsNormOutput<Gamma, T, A, Scale<false, A>>{x, a.gamma, Scale<false, A>(row.scale), S::set(row.r)}, ahead);
+    write_row<Stream, A>(y + c.from, c.count, RmsNormOutput<Gamma, T, A, Scale<false, A>>{x + c.from, gamma, Scale<false, A>(row.scale), S::set(row.r)}, ahead);
   } else {
-    write_row<Stream, A>(y, a.features, RmsNormOutput<Gamma, T, A, Scale<true, A>>{x, a.gamma, Scale<true, A>(row.scale), S::set(row.r)});
+    write_row<Stream, A>(y + c.from, c.count, RmsNormOutput<Gamma, T, A, Scale<true, A>>{x + c.from, gamma, Scale<true, A>(row.scale), S::set(row.r)});
   }
 }
 
@@ -826,9 +856,9 @@ struct RmsNormForward {
     if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(row.rstd);
   }
   template <bool Stream>
-  static void output(const ForwardRows<T>& a, const T* x, T* y, const Row& row, const T* ahead) {
-    if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, row, ahead);
-    else rms_norm_apply<Stream, false>(a, x, y, row, ahead);
+  static void output(const ForwardRows<T>& a, const T* x, T* y, const Row& row, Columns c, const T* ahead) {
+    if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, row, c, ahead);
+    else rms_norm_apply<Stream, false>(a, x, y, row, c, ahead);
   }
   template <std::size_t Vectors>
   static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
@@ -840,10 +870,12 @@ struct RmsNormForward {
 // ---------------------------------------------------------------------------------------
 // The forward driver, for either norm (Norm: LayerNormForward or RmsNormForward)
 
-/// Rows [begin, end) in groups: the statistics of every row of a group, then every output.
+/// Rows [begin, end) in groups: the statistics of every row of a group, then every output,
+/// by blocks of columns in pairs.
 template <bool Stream, class Norm, class T>
 void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  const std::size_t group = group_rows<T>(a.features);
+  const std::size_t group = in_pairs(a) ? 2 : group_rows<T>(a.features);
+  const std::size_t block = in_pairs(a) ? kColumnBytes / sizeof(accum_t<T>) : a.features;
   typename Norm::Row stats[kGroupRows];
   for (std::size_t first = begin; first < end; first += group) {
     const std::size_t count = end - first < group ? end - first : group;
@@ -851,11 +883,14 @@ void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t e
       const std::size_t i = first + k;
       stats[k] = Norm::statistics(a, a.x + i * a.x_stride, next_row(a, i + group, end, 0));
     }
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t i = first + k;
-      Norm::save(a, i, stats[k]);
-      Norm::template output<Stream>(a, a.x + i * a.x_stride, a.y + i * a.y_stride, stats[k],
-                                    next_row(a, i + group, end, a.features / 2));
+    for (std::size_t k = 0; k < count; ++k) Norm::save(a, first + k, stats[k]);
+    for (std::size_t from = 0; from < a.features; from += block) {
+      const Columns c{from, a.features - from < block ? a.features - from : block};
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t i = first + k;
+        Norm::template output<Stream>(a, a.x + i * a.x_stride, a.y + i * a.y_stride, stats[k], c,
+                                      next_row(a, i + group, end, (a.features + from) / 2));
+      }
     }
   }
 }
