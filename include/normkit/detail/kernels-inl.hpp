@@ -514,8 +514,8 @@ NORMKIT_ALWAYS_INLINE Simd<double>::vec rstd_lanes(Simd<double>::vec var, double
 }
 
 /// Prefetches every line of x's row i, if i < end. The short-row kernels read a group ahead
-/// this way while they write, as the general path does (see write_row): from
-/// DRAM, the hardware prefetcher alone left the reads idle during the output phase. Measured
+/// this way while they write, as the general path does (see write_row): from DRAM, the
+/// hardware prefetcher alone left the reads idle during the output phase. Measured
 /// (one thread, AVX-512, float, normal stores): LayerNorm forward 16384×256 28 → 36 GiB/s,
 /// 32768×192 27 → 32; no change in cache (4096×64, 4096×256).
 template <class T>
