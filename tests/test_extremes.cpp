@@ -55,7 +55,7 @@ void check_magnitude(std::size_t features, int exponent, bool zero_eps) {
 /// LayerNorm and RMSNorm, eps = 0 and the default eps, at each exponent.
 template <class T>
 void check_magnitudes(std::initializer_list<int> exponents) {
-  for (const std::size_t features : {2u, 7u, 64u, 100u, 200u, 1000u}) {
+  for (const std::size_t features : {2u, 7u, 64u, 100u, 200u, 1000u, 8197u}) {
     for (const int exponent : exponents) {
       for (const bool zero_eps : {true, false}) {
         check_magnitude<LayerNorm<T>>(features, exponent, zero_eps);

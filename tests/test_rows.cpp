@@ -59,7 +59,7 @@ TEST_CASE("a batch of one row gives bitwise that row of a batch of 64", "[rows]"
 TEST_CASE("in place gives bitwise the results of out of place", "[rows]") {
   for_each_norm([]<class Norm>() {
     using T = typename Norm::value_type;
-    for (const std::size_t features : {1u, 17u, 64u, 1000u, 4096u, 4099u}) {
+    for (const std::size_t features : {1u, 17u, 64u, 1000u, 4096u, 4099u, 8197u}) {
       CAPTURE(features);
       Norm norm(features);
       randomize_parameters(norm, 1);

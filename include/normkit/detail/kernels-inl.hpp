@@ -227,8 +227,8 @@ bool every_row_aligned(const T* y, std::size_t stride) {
 /// Reading ahead. A row takes two passes, statistics then output, and on their own the first
 /// only reads and the second mostly writes, so memory idles in turn. Each pass therefore
 /// prefetches half of the row that comes next (`ahead`: the statistics pass its first half,
-/// the output pass its second), one line per vector processed, which keeps reads in flight
-/// throughout. Measured on 8192×4096 floats (AVX-512, one thread): LayerNorm forward 17.7 →
+/// the output pass its second, spread over its blocks of columns where it writes in blocks),
+/// one prefetch per vector processed, which keeps reads in flight throughout. Measured on 8192×4096 floats (AVX-512, one thread): LayerNorm forward 17.7 →
 /// 20–22 GB/s, against 30 GB/s for a copy.
 ///
 /// Writes y[0, n) from out.value<Full>(j, count), one vector at a time. With Stream the full
@@ -626,19 +626,21 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
 /// RMSNorm 110 against 165, 4096×1024 209 against 280 and 16384×256 71 against 91; 1 and 4 KiB
 /// were no better. Only rows already in L2 lost (64×768: 126 against 117). So a group is two
 /// rows of 256 floats, and a row of more than 256 floats (512 in a 16-bit type) goes alone,
-/// up to the long rows below.
+/// except the long LayerNorm rows below (kPairMinRowBytes).
 inline constexpr std::size_t kGroupBytes = 2048;
 
-/// Long LayerNorm rows with γ and β, of kPairMinRowBytes in A (8192 floats) and more, go by
-/// pairs, and their outputs by blocks of kColumnBytes of columns, each block of both rows in
-/// turn. One at a time, such a row's output pass read x, γ and β, three times L1, and γ and β
-/// came back from L2 for every row: 256×16384 floats ran at 23.9 GiB/s, 34.5 without γ and β
-/// (one thread, AVX-512). In blocks, a pair reads each block of γ and β once, from L1.
-/// Predicted: half of that gap back at 4096 floats and more. Measured in normkit_bench, best
-/// of four alternated runs, against a copy at 53–62: 256×16384 24.7 → 28.9, 512×8192
-/// 24.6 → 28.5, 64×65536 22.9 → 24.3, AVX2 256×16384 24.3 → 29.1. But at 4096 floats, from
-/// the last-level cache, pairs lost 5% (1024×4096, standalone): a pair's x then fills L1 and
-/// the output pass no longer finds it there. Blocks of 4 KiB gained less, whole rows lost,
+/// Long LayerNorm rows with γ and β, of kPairMinRowBytes in A (8192 floats, 4096 doubles) and
+/// more, go by pairs, and their outputs by blocks of kColumnBytes of columns, each block of
+/// both rows in turn. One at a time, such a row's output pass read x, γ and β, together twice
+/// L1 or more (96 KiB at 8192 floats), and γ and β came back from L2 for every row: in a
+/// standalone harness, 256×16384 floats ran at 23.9 GiB/s, and 34.5 without γ and β (one
+/// thread, AVX-512). In blocks, a pair reads each block of γ and β once, from L1. Predicted:
+/// half of that gap back at 4096 floats and more. Measured in normkit_bench, best of four
+/// alternated runs, against a copy at 53–62: 256×16384 24.7 → 28.9, 512×8192 24.6 → 28.5,
+/// 64×65536 22.9 → 24.3, AVX2 256×16384 24.3 → 29.1; float16 +7 to +12%, bfloat16 ±1%, double
+/// from −14% (256×16384, where the copy also lost 7%) to +18% (128×16384). But at 4096 floats,
+/// from the last-level cache, pairs lost 5% (1024×4096, standalone): a pair's x then fills L1
+/// and the output pass no longer finds it there. Blocks of 4 KiB gained less, whole rows lost,
 /// and groups of four rows were no better than pairs. RMSNorm, which reads γ only, gained
 /// nothing (512×8192 32.4 → 31.1, 64×65536 30.7 → 27.2), so rows without β go one at a time.
 inline constexpr std::size_t kPairMinRowBytes = 32 * 1024;
@@ -870,12 +872,14 @@ struct RmsNormForward {
 // ---------------------------------------------------------------------------------------
 // The forward driver, for either norm (Norm: LayerNormForward or RmsNormForward)
 
-/// Rows [begin, end) in groups: the statistics of every row of a group, then every output,
-/// by blocks of columns in pairs.
+/// Rows [begin, end) in groups: the statistics of every row of a group, then every output;
+/// long LayerNorm rows with β (in_pairs) go by pairs, their outputs by blocks of columns, each
+/// block of both rows in turn.
 template <bool Stream, class Norm, class T>
 void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
-  const std::size_t group = in_pairs(a) ? 2 : group_rows<T>(a.features);
-  const std::size_t block = in_pairs(a) ? kColumnBytes / sizeof(accum_t<T>) : a.features;
+  const bool pairs = in_pairs(a);
+  const std::size_t group = pairs ? 2 : group_rows<T>(a.features);
+  const std::size_t block = pairs ? kColumnBytes / sizeof(accum_t<T>) : a.features;
   typename Norm::Row stats[kGroupRows];
   for (std::size_t first = begin; first < end; first += group) {
     const std::size_t count = end - first < group ? end - first : group;
