@@ -76,9 +76,20 @@
 #define NORMKIT_IN_REGISTER(v) ((void)(v))
 #endif
 
-// A hint to bring the cache line holding p into the cache, ahead of its use.
+// A hint to bring the cache line holding p into L2 (locality 2: prefetcht1 on x86, PLDL2KEEP on
+// AArch64), ahead of its use. The kernels read ahead a row, half a row or a group of short rows
+// at a time, 3 to 32 KiB; into a 32 KiB L1 those lines evicted what the current row still
+// reads there (its x, γ, β, the gradient partials), and L1's own prefetcher brings them on
+// from L2. Predicted: +10% for LayerNorm forward at 4096×768 and 8192×4096, +20% backward at
+// 4096×768, ±3% in cache. Measured on Zen 4 (normkit_bench, AVX-512, one thread, float, best
+// of two alternated runs), L1 → L2: LayerNorm forward 4096×768 31.5 → 37.0 GiB/s, 32768×768
+// 25.7 → 31.6, 8192×4096 19.9 → 24.5; backward 4096×768 18.0 → 25.8, 32768×768 20.7 → 26.5;
+// RMSNorm forward 32768×768 25.9 → 38.0; 65536×64 (standalone harness) LayerNorm 20.8 → 29.1,
+// RMSNorm 31.6 → 45.3; double forward up to +30%, 16-bit types 0 to +20%. Losses: RMSNorm
+// forward 4096×64, whose rows come from the last-level cache, 59.8 → 54.2, and on AVX2
+// LayerNorm forward 32768×768, −5 to −16% in four harness runs where AVX-512 gained 8%.
 #if defined(__GNUC__) || defined(__clang__)
-#define NORMKIT_PREFETCH(p) __builtin_prefetch(p)
+#define NORMKIT_PREFETCH(p) __builtin_prefetch(p, 0, 2)
 #else
 #define NORMKIT_PREFETCH(p) ((void)(p))
 #endif
