@@ -525,7 +525,8 @@ NORMKIT_ALWAYS_INLINE Simd<double>::vec rstd_lanes(Simd<double>::vec var, double
 /// this way while they write, as the general path does (see write_row): from DRAM, the
 /// hardware prefetcher alone left the reads idle during the output phase. Measured
 /// (one thread, AVX-512, float, normal stores): LayerNorm forward 16384×256 28 → 36 GiB/s,
-/// 32768×192 27 → 32; no change in cache (4096×64, 4096×256).
+/// 32768×192 27 → 32; no change in cache (4096×64, 4096×256). Those figures are from prefetches
+/// into L1 on Zen 5; into L2 (see NORMKIT_PREFETCH), RMSNorm 4096×64 lost 9% on Zen 4.
 template <class T>
 NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, std::size_t end) {
   if (i >= end) return;
@@ -1109,10 +1110,11 @@ struct BackwardTile {
 };
 
 /// Runs a BackwardTile over every column of its rows while reading ahead the second halves of
-/// the x of the `ahead_rows` rows after them, and with several rows of their dy too (the first
-/// passes read ahead the first halves), so that memory keeps reading while this pass mostly
-/// writes (see write_row). Single rows leave dy to the hardware prefetcher: reading it ahead
-/// too lost 7–14% at 768 floats. Tiles, which read x and dy of two rows at once, gained from
+/// the x of the `ahead_rows` rows after them, and in tiles of several rows their dy too (the
+/// first passes read ahead the first halves), so that memory keeps reading while this pass
+/// mostly writes (see write_row). Single rows leave dy to the hardware prefetcher: reading it
+/// ahead too lost 7–14% at 768 floats (not measured for the long rows that go singly, those
+/// without γ or streamed unaligned). Tiles, which read x and dy of two rows at once, gained from
 /// it; predicted +15% from a standalone harness, measured in normkit_bench (one thread, Zen 4,
 /// best of two alternated runs) for LayerNorm backward, float, AVX-512: 1024×4096 15.3 → 16.3
 /// GiB/s, 2048×8192 16.1 → 18.6, 8192×4096 16.4 → 19.4, 256×16384 15.2 → 15.0; on AVX2 +26
