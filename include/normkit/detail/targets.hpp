@@ -85,7 +85,7 @@
 // of two alternated runs), L1 → L2: LayerNorm forward 4096×768 31.5 → 37.0 GiB/s, 32768×768
 // 25.7 → 31.6, 8192×4096 19.9 → 24.5; backward 4096×768 18.0 → 25.8, 32768×768 20.7 → 26.5;
 // RMSNorm forward 32768×768 25.9 → 38.0; 65536×64 (standalone harness) LayerNorm 20.8 → 29.1,
-// RMSNorm 31.6 → 45.3; double forward up to +30%, 16-bit types 0 to +20%. Losses: RMSNorm
+// RMSNorm 31.6 → 45.3; double forward up to +36%, 16-bit types 0 to +20%. Losses: RMSNorm
 // forward 4096×64, whose rows come from the last-level cache, 59.8 → 54.2, and on AVX2
 // LayerNorm forward 32768×768, −5 to −16% in four harness runs where AVX-512 gained 8%.
 #if defined(__GNUC__) || defined(__clang__)
