@@ -95,10 +95,12 @@ class LayerNorm {
       detail::check_disjoint(fn, "dx", dx, "mean", mean);
       detail::check_disjoint(fn, "dx", dx, "rstd", rstd);
     }
+    const std::size_t arrays = dx.data() == dy.data() || dx.data() == x.data() ? 2 : 3;
+    const bool stream = detail::should_stream(dx.size_bytes(), arrays);
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), mean.data(), rstd.data(),
-                                       nullptr, nullptr, detail::should_stream(dx.size_bytes())};
+                                       nullptr, nullptr, stream};
     detail::backward<detail::norm_kind::layer>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
                                                grad_beta_.empty() ? nullptr : grad_beta_.data(), workspace_);
   }
@@ -121,11 +123,12 @@ class LayerNorm {
       detail::check_disjoint(fn, "rstd", used_rstd, "x", x);
       detail::check_disjoint(fn, "rstd", used_rstd, "y", y);
     }
+    const bool stream = detail::should_stream(y.size_bytes(), y.data() == x.data() ? 1 : 2);
     const detail::ForwardRows<T> args{x.data(), features_, y.data(), features_, features_,
                                       gamma_.empty() ? nullptr : gamma_.data(),
                                       beta_.empty() ? nullptr : beta_.data(),
                                       training ? mean.data() : nullptr, training ? rstd.data() : nullptr,
-                                      options_.eps, detail::should_stream(y.size_bytes())};
+                                      options_.eps, stream};
     detail::forward_rows<detail::norm_kind::layer>(args, rows);
   }
 

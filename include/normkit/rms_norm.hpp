@@ -76,10 +76,12 @@ class RMSNorm {
       detail::check_in_place_or_disjoint(fn, "dx", dx, "x", x);
       detail::check_disjoint(fn, "dx", dx, "rstd", rstd);
     }
+    const std::size_t arrays = dx.data() == dy.data() || dx.data() == x.data() ? 2 : 3;
+    const bool stream = detail::should_stream(dx.size_bytes(), arrays);
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), nullptr, rstd.data(),
-                                       nullptr, nullptr, detail::should_stream(dx.size_bytes())};
+                                       nullptr, nullptr, stream};
     detail::backward<detail::norm_kind::rms>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
                                              nullptr, workspace_);
   }
@@ -96,9 +98,10 @@ class RMSNorm {
       detail::check_disjoint(fn, "rstd", rstd.first(rows), "x", x);
       detail::check_disjoint(fn, "rstd", rstd.first(rows), "y", y);
     }
+    const bool stream = detail::should_stream(y.size_bytes(), y.data() == x.data() ? 1 : 2);
     const detail::ForwardRows<T> args{x.data(), features_, y.data(), features_, features_,
                                       gamma_.empty() ? nullptr : gamma_.data(), nullptr, nullptr,
-                                      training ? rstd.data() : nullptr, options_.eps, detail::should_stream(y.size_bytes())};
+                                      training ? rstd.data() : nullptr, options_.eps, stream};
     detail::forward_rows<detail::norm_kind::rms>(args, rows);
   }
 
