@@ -638,7 +638,7 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
 /// except the long LayerNorm rows below (kPairMinRowBytes).
 inline constexpr std::size_t kGroupBytes = 2048;
 
-/// Long LayerNorm rows with γ and β, of kPairMinRowBytes in A (8192 floats, 4096 doubles) and
+/// Long LayerNorm rows with γ and β, of kPairMinRowBytes in A (4096 floats, 2048 doubles) and
 /// more, go by pairs, and their outputs by blocks of kColumnBytes of columns, each block of
 /// both rows in turn. One at a time, such a row's output pass read x, γ and β, together twice
 /// L1 or more (96 KiB at 8192 floats), and γ and β came back from L2 for every row: in a
@@ -647,12 +647,17 @@ inline constexpr std::size_t kGroupBytes = 2048;
 /// half of that gap back at 4096 floats and more. Measured in normkit_bench, best of four
 /// alternated runs, against a copy at 53–62: 256×16384 24.7 → 28.9, 512×8192 24.6 → 28.5,
 /// 64×65536 22.9 → 24.3, AVX2 256×16384 24.3 → 29.1; float16 +7 to +12%, bfloat16 ±1%, double
-/// from −14% (256×16384, where the copy also lost 7%) to +18% (128×16384). But at 4096 floats,
-/// from the last-level cache, pairs lost 5% (1024×4096, standalone): a pair's x then fills L1
-/// and the output pass no longer finds it there. Blocks of 4 KiB gained less, whole rows lost,
-/// and groups of four rows were no better than pairs. RMSNorm, which reads γ only, gained
-/// nothing (512×8192 32.4 → 31.1, 64×65536 30.7 → 27.2), so rows without β go one at a time.
-inline constexpr std::size_t kPairMinRowBytes = 32 * 1024;
+/// from −14% (256×16384, where the copy also lost 7%) to +18% (128×16384). Blocks of 4 KiB
+/// gained less, whole rows lost, and groups of four rows were no better than pairs. RMSNorm,
+/// which reads γ only, gained nothing (512×8192 32.4 → 31.1, 64×65536 30.7 → 27.2), so rows
+/// without β go one at a time.
+///
+/// Pairs started at 8192 floats while they lost at 4096 from the last-level cache (5% at
+/// 1024×4096 on a Zen 5 with 48 KiB of L1; 23 → 15 GiB/s at 8192×4096, streamed, on Zen 4).
+/// Once prefetches went to L2 and outputs were streamed wherever the arrays fill the cache,
+/// pairs gained at 4096 floats on Zen 4 (32 KiB L1), in the same harness: 1024×4096 30.0 →
+/// 32.0, 768×4096 21.4 → 26.1, 8192×4096 18.6 → 21.1, 64×4096 (in L2) 33.9 → 35.6.
+inline constexpr std::size_t kPairMinRowBytes = 16 * 1024;
 inline constexpr std::size_t kColumnBytes = 2048;
 
 /// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end`.
