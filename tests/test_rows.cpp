@@ -105,6 +105,21 @@ TEST_CASE("in place gives bitwise the results of out of place", "[rows]") {
   });
 }
 
+TEST_CASE("an array updated in place counts once toward the streaming threshold", "[rows]") {
+  float dy[1], x[1], dx[1];
+  CHECK(normkit::detail::backward_arrays(dy, x, dx) == 3);
+  CHECK(normkit::detail::backward_arrays(dy, x, dy) == 2);
+  CHECK(normkit::detail::backward_arrays(dy, x, x) == 2);
+  CHECK(normkit::detail::backward_arrays(dy, dy, dx) == 2);
+  CHECK(normkit::detail::backward_arrays(dy, dy, dy) == 1);
+  // Two arrays of half the threshold stream, one alone does not (NORMKIT_STREAM_MIN_BYTES=0 or
+  // 1 streams everything).
+  const std::size_t threshold = normkit::detail::stream_min_bytes();
+  const std::size_t half = threshold / 2 + threshold % 2;
+  CHECK(normkit::detail::should_stream(half, 2));
+  CHECK(normkit::detail::should_stream(half, 1) == (threshold <= 1));
+}
+
 TEST_CASE("an empty batch is valid and changes nothing", "[rows]") {
   for_each_norm([]<class Norm>() {
     Norm norm(5);

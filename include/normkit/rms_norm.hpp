@@ -76,8 +76,7 @@ class RMSNorm {
       detail::check_in_place_or_disjoint(fn, "dx", dx, "x", x);
       detail::check_disjoint(fn, "dx", dx, "rstd", rstd);
     }
-    const std::size_t arrays = dx.data() == dy.data() || dx.data() == x.data() ? 2 : 3;
-    const bool stream = detail::should_stream(dx.size_bytes(), arrays);
+    const bool stream = detail::should_stream(dx.size_bytes(), detail::backward_arrays(dy.data(), x.data(), dx.data()));
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), nullptr, rstd.data(),

@@ -46,6 +46,12 @@ inline bool should_stream(std::size_t array_bytes, std::size_t arrays) noexcept 
   return array_bytes * arrays >= stream_min_bytes();
 }
 
+/// How many distinct arrays a backward pass touches: dx may be dy or x, updated in place, and
+/// nothing keeps dy and x apart.
+inline std::size_t backward_arrays(const void* dy, const void* x, const void* dx) noexcept {
+  return std::size_t{1} + static_cast<std::size_t>(x != dy) + static_cast<std::size_t>(dx != dy && dx != x);
+}
+
 template <norm_kind Kind, class T>
 void forward_rows(const ForwardRows<T>& args, std::size_t rows) {
   with_active_kernels([&](auto kernels) {
