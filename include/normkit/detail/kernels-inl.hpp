@@ -96,15 +96,18 @@ Moments tail_moments(const T* x, std::size_t n, const Shifter& shift) {
   return {static_cast<double>(n), static_cast<double>(mean), static_cast<double>(S::sum(m2))};
 }
 
-/// Prefetches the line at p, for a pass that reads ahead half a vector of A further each time
-/// it moves a vector on (see write_row). Vectors wider than 32 bytes prefetch it twice: on
-/// Zen 4, rows from memory ran faster on AVX2 than on AVX-512, which issued half as many
-/// prefetches per line (normkit_bench, floats: LayerNorm backward 8192×4096 29.0 against
-/// 22.0 GiB/s, RMSNorm forward 39.2 against 27.5). The second prefetch, a repeat of the same
-/// line, brought AVX-512 in a standalone harness LayerNorm backward 1024×4096 21.8 → 25.0,
-/// 256×16384 20.9 → 23.1, 8192×4096 18.6 → 19.6, RMSNorm forward 8192×4096 24.9 → 26.3, and
-/// changed nothing at 768 floats. Which prefetches go missing without it, counters would tell;
-/// this virtual machine has none. On AVX2 the same repeat measured −4 to +4%.
+/// Prefetches the line at p, a point in the row that a pass reads ahead (see write_row).
+/// Where a vector of A takes more than 32 bytes of T (AVX-512 with floats or doubles), a
+/// second prefetch 16 bytes on, mostly into the same line, gives each line as many prefetches
+/// as AVX2's vectors do: on Zen 4, rows from memory had run faster on AVX2 than on AVX-512
+/// (normkit_bench, floats: LayerNorm backward 8192×4096 29.0 against 22.0 GiB/s, RMSNorm
+/// forward 39.2 against 27.5). With it, AVX-512 in a standalone harness: LayerNorm backward
+/// 1024×4096 21.8 → 25.0, 256×16384 20.9 → 23.1, 8192×4096 18.6 → 19.6, RMSNorm forward
+/// 8192×4096 24.9 → 26.3. It costs streamed rows of 768 floats: LayerNorm forward 32768×768
+/// lost 8–10% in normkit_bench and in the harness (RMSNorm 5%), and without the repeat in
+/// write_row still 6%, with the gain at 8192×4096 gone. The same repeat on AVX2 measured −4 to
+/// +4%, and 16-bit types on AVX-512 (32 bytes a vector) were not tried with it. AVX-512 still
+/// trails AVX2 on some rows from memory (RMSNorm forward 8192×4096: 33.0 against 38.7).
 template <class A, class T>
 NORMKIT_ALWAYS_INLINE void read_ahead(const T* p) {
   constexpr std::size_t W = Simd<A>::lanes;
@@ -251,14 +254,16 @@ bool every_row_aligned(const T* y, std::size_t stride) {
 /// only reads and the second mostly writes, so memory idles in turn. Each pass therefore
 /// prefetches half of the row that comes next (`ahead`: the statistics pass its first half,
 /// the output pass its second, spread over its blocks of columns where it writes in blocks),
-/// one prefetch per vector processed, which keeps reads in flight throughout. Measured on
+/// a prefetch or two for every vector or two processed (see read_ahead), which keeps reads in
+/// flight throughout. Measured on
 /// 8192×4096 floats (AVX-512, one thread): LayerNorm forward 17.7 → 20–22 GB/s, against
 /// 30 GB/s for a copy.
 ///
 /// Writes y[0, n) from out.value<Full>(j, count), one vector at a time. With Stream the full
 /// vectors bypass the cache (non-temporal stores, from the first aligned address on): for an
-/// output larger than the last-level cache, a normal store would first read each line it is
-/// about to overwrite, a third stream of memory traffic next to reading x and writing y.
+/// output that does not fit the last-level cache beside its input (see stream_min_bytes), a
+/// normal store would first read each line it is about to overwrite, a third stream of memory
+/// traffic next to reading x and writing y.
 template <bool Stream, class A, class T, class Out>
 void write_row(T* y, std::size_t n, const Out& out_ref, const T* ahead = nullptr) {
   using S = Simd<A>;
@@ -656,10 +661,10 @@ inline constexpr std::size_t kGroupBytes = 2048;
 
 /// Long LayerNorm rows with γ and β, of kPairMinRowBytes in A (4096 floats, 2048 doubles) and
 /// more, go by pairs, and their outputs by blocks of kColumnBytes of columns, each block of
-/// both rows in turn. One at a time, such a row's output pass read x, γ and β, together twice
-/// L1 or more (96 KiB at 8192 floats), and γ and β came back from L2 for every row: in a
-/// standalone harness, 256×16384 floats ran at 23.9 GiB/s, and 34.5 without γ and β (one
-/// thread, AVX-512). In blocks, a pair reads each block of γ and β once, from L1. Predicted:
+/// both rows in turn. One at a time, such a row's output pass read x, γ and β, together more
+/// than L1 (96 KiB at 8192 floats, 48 KiB at 4096), and γ and β came back from L2 for every
+/// row: in a standalone harness, 256×16384 floats ran at 23.9 GiB/s, and 34.5 without γ and β
+/// (one thread, AVX-512). In blocks, a pair reads each block of γ and β once, from L1. Predicted:
 /// half of that gap back at 4096 floats and more. Measured in normkit_bench, best of four
 /// alternated runs, against a copy at 53–62: 256×16384 24.7 → 28.9, 512×8192 24.6 → 28.5,
 /// 64×65536 22.9 → 24.3, AVX2 256×16384 24.3 → 29.1; float16 +7 to +12%, bfloat16 ±1%, double
@@ -672,7 +677,8 @@ inline constexpr std::size_t kGroupBytes = 2048;
 /// 1024×4096 on a Zen 5 with 48 KiB of L1; 23 → 15 GiB/s at 8192×4096, streamed, on Zen 4).
 /// Once prefetches went to L2 and outputs were streamed wherever the arrays fill the cache,
 /// pairs gained at 4096 floats on Zen 4 (32 KiB L1), in the same harness: 1024×4096 30.0 →
-/// 32.0, 768×4096 21.4 → 26.1, 8192×4096 18.6 → 21.1, 64×4096 (in L2) 33.9 → 35.6.
+/// 32.0, 768×4096 21.4 → 26.1, 8192×4096 18.6 → 21.1, 64×4096 (in L2) 33.9 → 35.6. The
+/// 4096-float pairs have not been measured again on a Zen 5 since.
 inline constexpr std::size_t kPairMinRowBytes = 16 * 1024;
 inline constexpr std::size_t kColumnBytes = 2048;
 

@@ -22,7 +22,7 @@ struct ForwardRows {
   A* mean;         // nullptr: not saved (and always for RMSNorm)
   A* rstd;         // nullptr: not saved
   double eps;
-  bool stream;     // y bypasses the cache (it is larger than the cache)
+  bool stream;     // y bypasses the cache (see should_stream)
 };
 
 template <class T>
@@ -40,7 +40,7 @@ struct BackwardRows {
   const A* rstd;
   A* grad_gamma;     // nullptr: not wanted; otherwise dy·x̂ of every row is added in
   A* grad_beta;      // nullptr: not wanted; otherwise dy of every row is added in
-  bool stream;       // dx bypasses the cache (it is larger than the cache)
+  bool stream;       // dx bypasses the cache (see should_stream)
 };
 
 }  // namespace normkit::detail
