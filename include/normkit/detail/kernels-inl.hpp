@@ -255,9 +255,8 @@ bool every_row_aligned(const T* y, std::size_t stride) {
 /// prefetches half of the row that comes next (`ahead`: the statistics pass its first half,
 /// the output pass its second, spread over its blocks of columns where it writes in blocks),
 /// a prefetch or two for every vector or two processed (see read_ahead), which keeps reads in
-/// flight throughout. Measured on
-/// 8192×4096 floats (AVX-512, one thread): LayerNorm forward 17.7 → 20–22 GB/s, against
-/// 30 GB/s for a copy.
+/// flight throughout. Measured on 8192×4096 floats (AVX-512, one thread): LayerNorm forward
+/// 17.7 → 20–22 GB/s, against 30 GB/s for a copy.
 ///
 /// Writes y[0, n) from out.value<Full>(j, count), one vector at a time. With Stream the full
 /// vectors bypass the cache (non-temporal stores, from the first aligned address on): for an
@@ -664,8 +663,8 @@ inline constexpr std::size_t kGroupBytes = 2048;
 /// both rows in turn. One at a time, such a row's output pass read x, γ and β, together more
 /// than L1 (96 KiB at 8192 floats, 48 KiB at 4096), and γ and β came back from L2 for every
 /// row: in a standalone harness, 256×16384 floats ran at 23.9 GiB/s, and 34.5 without γ and β
-/// (one thread, AVX-512). In blocks, a pair reads each block of γ and β once, from L1. Predicted:
-/// half of that gap back at 4096 floats and more. Measured in normkit_bench, best of four
+/// (one thread, AVX-512). In blocks, a pair reads each block of γ and β once, from L1.
+/// Predicted: half of that gap back at 4096 floats and more. Measured in normkit_bench, best of four
 /// alternated runs, against a copy at 53–62: 256×16384 24.7 → 28.9, 512×8192 24.6 → 28.5,
 /// 64×65536 22.9 → 24.3, AVX2 256×16384 24.3 → 29.1; float16 +7 to +12%, bfloat16 ±1%, double
 /// from −14% (256×16384, where the copy also lost 7%) to +18% (128×16384). Blocks of 4 KiB
