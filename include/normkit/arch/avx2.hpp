@@ -24,6 +24,7 @@ template <>
 struct Simd<float> {
   using vec = __m256;
   static constexpr std::size_t lanes = 8;
+  static constexpr std::size_t registers = 16;
 
   static __m256i mask(std::size_t n) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLaneMask + 8 - n));
@@ -110,6 +111,7 @@ template <>
 struct Simd<double> {
   using vec = __m256d;
   static constexpr std::size_t lanes = 4;
+  static constexpr std::size_t registers = 16;
 
   static __m256i mask(std::size_t n) {  // 64-bit lanes: each is two 32-bit mask entries
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLaneMask + 8 - 2 * n));

@@ -19,6 +19,7 @@ template <>
 struct Simd<float> {
   using vec = __m512;
   static constexpr std::size_t lanes = 16;
+  static constexpr std::size_t registers = 32;
 
   static __mmask16 mask(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1); }
 
@@ -104,6 +105,7 @@ template <>
 struct Simd<double> {
   using vec = __m512d;
   static constexpr std::size_t lanes = 8;
+  static constexpr std::size_t registers = 32;
 
   static __mmask8 mask(std::size_t n) { return static_cast<__mmask8>((1u << n) - 1); }
 

@@ -24,6 +24,7 @@ template <>
 struct Simd<float> {
   using vec = float32x4_t;
   static constexpr std::size_t lanes = 4;
+  static constexpr std::size_t registers = 32;
 
   static vec zero() { return vdupq_n_f32(0.0f); }
   static vec set(float a) { return vdupq_n_f32(a); }
@@ -85,6 +86,7 @@ template <>
 struct Simd<double> {
   using vec = float64x2_t;
   static constexpr std::size_t lanes = 2;
+  static constexpr std::size_t registers = 32;
 
   static vec zero() { return vdupq_n_f64(0.0); }
   static vec set(double a) { return vdupq_n_f64(a); }

@@ -3,6 +3,7 @@
 //
 // Every arch/ file provides the same operations as Simd<A>, for A = float and double:
 //   vec, lanes                     the register type and how many A it holds
+//   registers                      how many vector registers the ISA has (16 taken for scalar)
 //   zero(), set(a)                 all lanes 0 / a
 //   load(p), load_n(p, n)          lanes from p (T = A, or a 16-bit type widened to float);
 //                                  load_n reads only p[0..n) and zeroes the other lanes
@@ -30,6 +31,7 @@ template <class A>
 struct Simd {
   using vec = A;
   static constexpr std::size_t lanes = 1;
+  static constexpr std::size_t registers = 16;
 
   static vec zero() { return A(0); }
   static vec set(A a) { return a; }
