@@ -1,10 +1,12 @@
 // bfloat16/float16: round to nearest even, exact widening, every bit pattern; and accum_t.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "support.hpp"
 
@@ -265,4 +267,61 @@ TEST_CASE("every 16-bit pattern survives widen-then-narrow", "[types]") {
 TEST_CASE("rounding to nearest even around every 16-bit value", "[types]") {
   check_rounding_around_every_pattern<bfloat16>();
   check_rounding_around_every_pattern<float16>();
+}
+
+namespace {
+
+/// Floats of every sign and exponent (subnormals, ±Inf and NaNs included), each with the
+/// low halves that decide bfloat16's rounding: exact, just above, just below, at and just
+/// past the tie, the largest. Every `step`-th upper half.
+std::vector<float> rounding_cases(std::uint32_t step) {
+  std::vector<float> values;
+  for (std::uint32_t high = 0; high <= 0xffff; high += step) {
+    for (std::uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+      values.push_back(from_bits32(high << 16 | low));
+    }
+  }
+  return values;
+}
+
+/// LayerNorm with γ = 0 writes β itself, each y = x̂·0 + β rounded once to H: so its rows must
+/// hold H(β) bit for bit, whatever the active ISA rounds with. Zeros are compared by magnitude
+/// (x̂·0 may be −0) and NaNs by being quiet NaNs (NaN payloads are not kept).
+template <class H>
+void check_outputs_round_like_the_type(std::size_t features, const std::vector<float>& betas) {
+  std::size_t failures = 0;
+  for (std::size_t from = 0; from < betas.size(); from += features) {
+    LayerNorm<H> norm(features);
+    std::fill(norm.gamma().begin(), norm.gamma().end(), 0.0f);
+    for (std::size_t j = 0; j < features; ++j) norm.beta()[j] = betas[(from + j) % betas.size()];
+    const std::size_t rows = 2;
+    const std::vector<H> x = test_rows<H>(rows, features, 0, from + 1);
+    std::vector<H> y(rows * features);
+    norm.forward(x, y);
+    for (std::size_t i = 0; i < rows * features; ++i) {
+      const float beta = norm.beta()[i % features];
+      const std::uint16_t got = y[i].bits, want = H(beta).bits;
+      const bool ok = std::isnan(beta) ? is_quiet_nan_bits<H>(got)
+                      : beta == 0    ? (got & 0x7fff) == 0
+                                     : got == want;
+      if (!ok && ++failures <= 3) {
+        INFO(type_name<H>() << " at " << features << " features: beta 0x" << std::hex << std::bit_cast<std::uint32_t>(beta)
+                            << " -> 0x" << got << ", want 0x" << want);
+        CHECK(ok);
+      }
+    }
+  }
+  CHECK(failures == 0);
+}
+
+}  // namespace
+
+TEST_CASE("16-bit outputs round as bfloat16(float) and float16(float) do, bit for bit", "[types]") {
+  INFO("ISA " << normkit::to_string(normkit::active_isa()));
+  const std::vector<float> every_exponent = rounding_cases(1), some_exponents = rounding_cases(61);
+  // Long rows store by the general path, short ones from registers, both with tails.
+  check_outputs_round_like_the_type<bfloat16>(65536 + 13, every_exponent);
+  check_outputs_round_like_the_type<bfloat16>(37, some_exponents);
+  check_outputs_round_like_the_type<float16>(65536 + 13, every_exponent);
+  check_outputs_round_like_the_type<float16>(37, some_exponents);
 }

@@ -68,6 +68,35 @@ inline bool cpu_has(isa which) noexcept {
   return false;
 }
 
+#if NORMKIT_HAVE_AVX512_BF16 && NORMKIT_TARGET_ATTRIBUTES
+/// AVX512_BF16: CPUID leaf 7, subleaf 1, EAX bit 5 (read directly, as for F16C).
+inline bool has_avx512_bf16() noexcept {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 5)) != 0;
+}
+#endif
+
+/// Whether bfloat16 rows on isa::avx512 round with AVX512_BF16's instruction (see
+/// arch/avx512_bf16.hpp): where the CPU has it, unless the environment variable
+/// NORMKIT_AVX512_BF16=0 asks for the software rounding of AVX-512 CPUs without it, so that one
+/// machine can test both. The results are the same bit for bit; only the speed differs.
+inline bool avx512_bf16_rounding() noexcept {
+  static const bool use = [] {
+#if NORMKIT_HAVE_AVX512_BF16
+    const char* requested = std::getenv("NORMKIT_AVX512_BF16");
+    if (requested != nullptr && std::string_view(requested) == "0") return false;
+#if NORMKIT_TARGET_ATTRIBUTES
+    return cpu_has(isa::avx512) && has_avx512_bf16();
+#else
+    return true;  // compiled in only when the flags already require it
+#endif
+#else
+    return false;
+#endif
+  }();
+  return use;
+}
+
 struct supported_list {
   std::array<isa, 4> items{};
   std::size_t size = 0;

@@ -53,6 +53,14 @@ NORMKIT_TARGET_PUSH("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 #include "kernels-inl.hpp"
 #undef NORMKIT_KERNEL_NS
 NORMKIT_TARGET_POP()
+#if NORMKIT_HAVE_AVX512_BF16
+NORMKIT_TARGET_PUSH("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+#include "../arch/avx512_bf16.hpp"
+#define NORMKIT_KERNEL_NS avx512_bf16
+#include "kernels-inl.hpp"
+#undef NORMKIT_KERNEL_NS
+NORMKIT_TARGET_POP()
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -67,13 +75,21 @@ NORMKIT_TARGET_POP()
 
 namespace normkit::detail {
 
-/// Calls fn(K{}) where K is the Kernels type of the active instruction set, e.g.
-/// with_active_kernels([&](auto k) { decltype(k)::layer_norm_forward(rows, 0, n); }).
-template <class Fn>
+/// Calls fn(K{}) where K is the Kernels type of the active instruction set for rows of T, e.g.
+/// with_active_kernels<T>([&](auto k) { decltype(k)::layer_norm_forward(rows, 0, n); }).
+template <class T, class Fn>
 decltype(auto) with_active_kernels(Fn&& fn) {
   switch (active_isa()) {
 #if NORMKIT_HAVE_AVX512
-    case isa::avx512: return fn(avx512::Kernels{});
+    case isa::avx512:
+#if NORMKIT_HAVE_AVX512_BF16
+      // Only bfloat16 runs differently with AVX512_BF16; other types would compile the same
+      // kernels twice.
+      if constexpr (std::is_same_v<T, bfloat16>) {
+        if (avx512_bf16_rounding()) return fn(avx512_bf16::Kernels{});
+      }
+#endif
+      return fn(avx512::Kernels{});
 #endif
 #if NORMKIT_HAVE_AVX2
     case isa::avx2: return fn(avx2::Kernels{});

@@ -54,7 +54,7 @@ inline std::size_t backward_arrays(const void* dy, const void* x, const void* dx
 
 template <norm_kind Kind, class T>
 void forward_rows(const ForwardRows<T>& args, std::size_t rows) {
-  with_active_kernels([&](auto kernels) {
+  with_active_kernels<T>([&](auto kernels) {
     using K = decltype(kernels);
     if constexpr (Kind == norm_kind::layer) K::layer_norm_forward(args, 0, rows);
     else K::rms_norm_forward(args, 0, rows);
@@ -63,7 +63,7 @@ void forward_rows(const ForwardRows<T>& args, std::size_t rows) {
 
 template <norm_kind Kind, class T>
 void backward_rows(const BackwardRows<T>& args, std::size_t begin, std::size_t end) {
-  with_active_kernels([&](auto kernels) {
+  with_active_kernels<T>([&](auto kernels) {
     using K = decltype(kernels);
     if constexpr (Kind == norm_kind::layer) K::layer_norm_backward(args, begin, end);
     else K::rms_norm_backward(args, begin, end);
@@ -72,7 +72,7 @@ void backward_rows(const BackwardRows<T>& args, std::size_t begin, std::size_t e
 
 template <class A>
 void add_into(A* out, const A* in, std::size_t n) {
-  with_active_kernels([&](auto kernels) { decltype(kernels)::add_into(out, in, n); });
+  with_active_kernels<A>([&](auto kernels) { decltype(kernels)::add_into(out, in, n); });
 }
 
 /// Backward over `rows` rows. With grad_gamma (and grad_beta) given, the gradient sums over

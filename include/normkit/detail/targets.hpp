@@ -9,6 +9,7 @@
 #define NORMKIT_TARGET_ATTRIBUTES 1
 #define NORMKIT_HAVE_AVX2 1
 #define NORMKIT_HAVE_AVX512 1
+#define NORMKIT_HAVE_AVX512_BF16 1
 #else
 #define NORMKIT_TARGET_ATTRIBUTES 0
 #if defined(__AVX2__) && defined(__FMA__)
@@ -20,6 +21,11 @@
 #define NORMKIT_HAVE_AVX512 1
 #else
 #define NORMKIT_HAVE_AVX512 0
+#endif
+#if NORMKIT_HAVE_AVX512 && defined(__AVX512BF16__)
+#define NORMKIT_HAVE_AVX512_BF16 1
+#else
+#define NORMKIT_HAVE_AVX512_BF16 0
 #endif
 #endif
 
