@@ -69,9 +69,11 @@ inline bool cpu_has(isa which) noexcept {
 }
 
 #if NORMKIT_HAVE_AVX512_BF16 && NORMKIT_TARGET_ATTRIBUTES
-/// AVX512_BF16: CPUID leaf 7, subleaf 1, EAX bit 5 (read directly, as for F16C).
+/// AVX512_BF16: CPUID leaf 7, subleaf 1 (which subleaf 0's EAX must list), EAX bit 5; read
+/// directly, as for F16C.
 inline bool has_avx512_bf16() noexcept {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || eax < 1) return false;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 5)) != 0;
 }
 #endif
@@ -79,12 +81,17 @@ inline bool has_avx512_bf16() noexcept {
 /// Whether bfloat16 rows on isa::avx512 round with AVX512_BF16's instruction (see
 /// arch/avx512_bf16.hpp): where the CPU has it, unless the environment variable
 /// NORMKIT_AVX512_BF16=0 asks for the software rounding of AVX-512 CPUs without it, so that one
-/// machine can test both. The results are the same bit for bit; only the speed differs.
+/// machine can test both (1 or unset: the instruction where there is one; other values are
+/// reported on stderr and ignored, as NORMKIT_ISA's). The results are the same bit for bit;
+/// only the speed differs.
 inline bool avx512_bf16_rounding() noexcept {
   static const bool use = [] {
 #if NORMKIT_HAVE_AVX512_BF16
     const char* requested = std::getenv("NORMKIT_AVX512_BF16");
     if (requested != nullptr && std::string_view(requested) == "0") return false;
+    if (requested != nullptr && *requested != '\0' && std::string_view(requested) != "1") {
+      std::fprintf(stderr, "normkit: NORMKIT_AVX512_BF16=%s is neither 0 nor 1; ignored\n", requested);
+    }
 #if NORMKIT_TARGET_ATTRIBUTES
     return cpu_has(isa::avx512) && has_avx512_bf16();
 #else

@@ -82,8 +82,9 @@ struct Simd<float> {
   }
 
   /// bfloat16 is the top half of a float: word i moves to word 2i + 1, the low words are zeroed.
-  /// One vpermw, where widening then shifting took two operations: bfloat16 in and out,
-  /// LayerNorm forward 4096×768 15.2 → 16.5 GiB/s, RMSNorm 22.6 → 24.2 (Zen 4, one thread).
+  /// One vpermw, where widening then shifting took two operations: bfloat16 in and out, with
+  /// AVX512_BF16's rounding, LayerNorm forward 4096×768 15.2 → 16.5 GiB/s, RMSNorm 22.6 → 24.2
+  /// (Zen 4, one thread). Not measured on Intel, where vpermw is two µops on Skylake-X.
   static vec widen_bfloat16(__m256i halves) {
     const __m512i to_odd_words = _mm512_set_epi32(15 << 16, 14 << 16, 13 << 16, 12 << 16, 11 << 16, 10 << 16, 9 << 16,
                                                   8 << 16, 7 << 16, 6 << 16, 5 << 16, 4 << 16, 3 << 16, 2 << 16, 1 << 16, 0);

@@ -1263,7 +1263,8 @@ struct RmsNormBackward {
 /// (one thread, AVX-512, 4096 rows of floats, standalone harness): LayerNorm 64 floats +11%,
 /// 96 +8%, 112 +1%, but 128 −11% (48 registers' worth, spilled); RMSNorm 64 +12%, 128 +12%,
 /// 144 +10%, 160 ±0. On AVX2's 16 registers they gained 3–4% at 16 floats and lost 5–9% for
-/// RMSNorm at 32 to 64, so only 32-register ISAs hold them.
+/// RMSNorm at 32 to 64, so only 32-register ISAs hold them. NEON and doubles follow the same
+/// register count unmeasured.
 template <std::size_t Vectors, bool Gamma, bool Beta, class A>
 struct ShortRowGradients {
   using S = Simd<A>;
