@@ -334,8 +334,21 @@ struct CenteredTerms {
   }
 };
 
+/// The statistics of a LayerNorm row (see LayerNormRow): its moments, rescaled where the
+/// variance would leave A's comfortable range, the mean as a hi/lo pair, and rstd. Reads ahead
+/// into `ahead` (see write_row).
+///
+/// Always inlined (GCC, Clang) into the forward driver, with LayerNormForward::statistics;
+/// the vector passes (shifted_moments) stay calls. Timed on Zen 4 with rows in L1, a LayerNorm
+/// row of 384, 768 or 1536 floats took 1.67 ns per vector of 16 plus ~65 ns (~240 cycles) per
+/// row, and this function alone, called in a loop, 254 cycles at 768 floats, of which ~130
+/// are its blocks of vectors. GCC 12 had kept it a call. Inlined, in a standalone harness
+/// (AVX-512, one thread, float, best of six alternated runs): 4096×768 35.1 → 36.5 GiB/s,
+/// 4096×384 27.4 → 29.5, 768×4096 23.8 → 24.8, 64×768 (in L2) 39.7 → 41.6; rows from DRAM
+/// ±5%. Not measured: AVX2, NEON, Clang, doubles, 16-bit types beyond bfloat16 4096×768
+/// (16.6 → 17.2).
 template <class T, class A = accum_t<T>>
-LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
+NORMKIT_ALWAYS_INLINE LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
   A scale = 1;
   A shift = static_cast<A>(x[0]);
   Moments m = shifted_moments<T, A>(x, n, Shift<false, A>(scale, shift), ahead);
@@ -706,7 +719,7 @@ struct LayerNormForward {
   using A = accum_t<T>;
   using Row = LayerNormRow<A>;
 
-  static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
+  NORMKIT_ALWAYS_INLINE static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
     return layer_norm_row(x, a.features, a.eps, ahead);
   }
   static void save(const ForwardRows<T>& a, std::size_t i, const Row& row) {
@@ -766,8 +779,12 @@ struct RmsNormRow {
   double rstd;
 };
 
+/// The statistics of an RMSNorm row (see RmsNormRow), rescaled where the mean square would
+/// leave A's comfortable range. Reads ahead into `ahead` (see write_row). Always inlined, with
+/// RmsNormForward::statistics, for the reason given at layer_norm_row: 4096×384 floats 44.7 →
+/// 47.5 GiB/s, 4096×768 49.3 → 50.2.
 template <class T, class A = accum_t<T>>
-RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
+NORMKIT_ALWAYS_INLINE RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
   A scale = 1;
   double sum[1];
   row_sums<A, 1>(n, SquareTerms<T, A, Scale<false, A>>{x, Scale<false, A>(scale)}, sum, ahead);
@@ -887,7 +904,7 @@ struct RmsNormForward {
   using A = accum_t<T>;
   using Row = RmsNormRow<A>;
 
-  static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
+  NORMKIT_ALWAYS_INLINE static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
     return rms_norm_row(x, a.features, a.eps, ahead);
   }
   static void save(const ForwardRows<T>& a, std::size_t i, const Row& row) {

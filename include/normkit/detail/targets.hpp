@@ -62,7 +62,8 @@
 #endif
 
 // Forces inlining of the small helpers that hold a row in registers: if one of them stayed a
-// call, its array of vectors would have to live in memory.
+// call, its array of vectors would have to live in memory. Also of the general path's per-row
+// statistics, whose scalar tail otherwise stays a call (see layer_norm_row).
 #if defined(__GNUC__) || defined(__clang__)
 #define NORMKIT_ALWAYS_INLINE __attribute__((always_inline)) inline
 #else
