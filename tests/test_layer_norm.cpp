@@ -1,5 +1,7 @@
-// LayerNorm forward vs the reference (every size, offsets), a hand-checked batch, constant rows, options.
+// LayerNorm forward vs the reference (every size, offsets, uneven rows), a hand-checked batch, constant rows, options.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "support.hpp"
@@ -42,6 +44,27 @@ TEST_CASE("LayerNorm forward stays accurate on rows far from zero", "[layer_norm
       for (const double offset : {1e2, 2e3, 1e4, -2e3}) {
         check_forward_against_reference(LayerNorm<T>(features), 3, offset);
       }
+    }
+  });
+}
+
+TEST_CASE("LayerNorm forward stays accurate when a row's first half differs from the rest", "[layer_norm][forward]") {
+  // Short rows are centered on the mean of their first half, one standard deviation from the
+  // row's mean in rows whose halves sit 1e3 apart; sorted rows are the next worst.
+  for_each_type([]<class T>() {
+    for (const std::size_t features : {2u, 3u, 16u, 17u, 64u, 100u, 256u, 768u}) {
+      CAPTURE(features);
+      LayerNorm<T> norm(features);
+      randomize_parameters(norm, features + 5);
+      std::vector<double> x = Random(features + 6).normal(4 * features, 0, 1);
+      const auto row = [&](std::size_t i) { return x.begin() + static_cast<std::ptrdiff_t>(i * features); };
+      std::for_each(row(0), row(0) + static_cast<std::ptrdiff_t>(features / 2), [](double& v) { v += 1e3; });
+      std::for_each(row(1) + static_cast<std::ptrdiff_t>(features / 2), row(2), [](double& v) { v += 1e3; });
+      std::sort(row(2), row(3));
+      std::sort(row(3), row(4), std::greater<>());
+      const std::vector<T> rows = narrow<T>(x);
+      check_forward(forward_train(norm, rows), reference_forward(norm, widen(rows)),
+                    limits<T>().forward, " (uneven rows)");
     }
   });
 }
