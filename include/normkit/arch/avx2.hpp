@@ -75,6 +75,8 @@ struct Simd<float> {
   static vec sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
   static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static vec abs(vec v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+  static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
   static float sum(vec v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -131,6 +133,8 @@ struct Simd<double> {
   static vec sub(vec a, vec b) { return _mm256_sub_pd(a, b); }
   static vec mul(vec a, vec b) { return _mm256_mul_pd(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return _mm256_fmadd_pd(a, b, c); }
+  static vec abs(vec v) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v); }
+  static vec max(vec a, vec b) { return _mm256_max_pd(a, b); }
   static vec div(vec a, vec b) { return _mm256_div_pd(a, b); }
   static vec sqrt(vec v) { return _mm256_sqrt_pd(v); }
   static double sum(vec v) {

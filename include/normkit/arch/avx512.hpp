@@ -52,6 +52,8 @@ struct Simd<float> {
   static vec sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
   static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static vec abs(vec v) { return _mm512_abs_ps(v); }
+  static vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
   // Stays in 512-bit registers: GCC 12's 512→256-bit casts trip -Wuninitialized in its headers.
   static float sum(vec v) {
     v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -129,6 +131,8 @@ struct Simd<double> {
   static vec sub(vec a, vec b) { return _mm512_sub_pd(a, b); }
   static vec mul(vec a, vec b) { return _mm512_mul_pd(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
+  static vec abs(vec v) { return _mm512_abs_pd(v); }
+  static vec max(vec a, vec b) { return _mm512_max_pd(a, b); }
   static vec div(vec a, vec b) { return _mm512_div_pd(a, b); }
   static vec sqrt(vec v) { return _mm512_sqrt_pd(v); }
   static double sum(vec v) {

@@ -68,6 +68,8 @@ struct Simd<float> {
   static vec sub(vec a, vec b) { return vsubq_f32(a, b); }
   static vec mul(vec a, vec b) { return vmulq_f32(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return vfmaq_f32(c, a, b); }
+  static vec abs(vec v) { return vabsq_f32(v); }
+  static vec max(vec a, vec b) { return vmaxq_f32(a, b); }
   static float sum(vec v) { return vaddvq_f32(v); }
   static vec sums(const vec* v) { return vpaddq_f32(vpaddq_f32(v[0], v[1]), vpaddq_f32(v[2], v[3])); }
 
@@ -104,6 +106,8 @@ struct Simd<double> {
   static vec sub(vec a, vec b) { return vsubq_f64(a, b); }
   static vec mul(vec a, vec b) { return vmulq_f64(a, b); }
   static vec mul_add(vec a, vec b, vec c) { return vfmaq_f64(c, a, b); }
+  static vec abs(vec v) { return vabsq_f64(v); }
+  static vec max(vec a, vec b) { return vmaxq_f64(a, b); }
   static vec div(vec a, vec b) { return vdivq_f64(a, b); }
   static vec sqrt(vec v) { return vsqrtq_f64(v); }
   static double sum(vec v) { return vaddvq_f64(v); }

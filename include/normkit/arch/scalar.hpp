@@ -12,6 +12,8 @@
 //                                  vector of T; the fence orders all of them before later stores
 //   keep_n(v, n)                   lanes [0, n) of v, the others 0
 //   add, sub, mul, mul_add(a,b,c)  lane-wise; mul_add is a·b + c, fused where the ISA can
+//   abs(v), max(a, b)              lane-wise |v| and the larger of a and b (either one where
+//                                  one is NaN)
 //   sum(v)                         the horizontal sum of the lanes
 //   sums(v)                        from `lanes` vectors v[0..lanes), a vector whose lane i is
 //                                  the horizontal sum of v[i]: many rows' sums at once
@@ -54,6 +56,8 @@ struct Simd {
   // Not std::fma: without hardware FMA it is a slow library call, and no kernel needs the
   // single rounding (its products by powers of two are exact).
   static vec mul_add(vec a, vec b, vec c) { return a * b + c; }
+  static vec abs(vec v) { return std::fabs(v); }
+  static vec max(vec a, vec b) { return a > b ? a : b; }
   static A sum(vec v) { return v; }
   static vec sums(const vec* v) { return v[0]; }
   static vec div(vec a, vec b) { return a / b; }

@@ -294,17 +294,30 @@ struct Columns {
   std::size_t from, count;
 };
 
-/// The largest |x| of a row, or NaN if any value is NaN or ±Inf. Only for the rare rows whose
-/// statistics overflow or underflow, so plain scalar code.
+/// The largest |x| of a row, or NaN if any value is NaN or ±Inf: for the rows whose statistics
+/// overflow or underflow, and for constant rows, whose variance 0 brings them here too (a
+/// batch's padding rows of zeros). Vectorized for those: in scalar code it took ~500 ns of a
+/// 768-float row (Zen 4, AVX-512), three times the rest of the row's normalization.
 template <class T>
 double peak_magnitude(const T* x, std::size_t n) {
-  double peak = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    const double v = std::fabs(static_cast<double>(static_cast<accum_t<T>>(x[j])));
-    if (!(v <= std::numeric_limits<double>::max())) return std::numeric_limits<double>::quiet_NaN();
-    if (v > peak) peak = v;
-  }
-  return peak;
+  using A = accum_t<T>;
+  using S = Simd<A>;
+  using V = typename S::vec;
+  // x·0 is NaN exactly where x is NaN or ±Inf, and a NaN stays in `poison` once there.
+  V peak = S::zero(), poison = S::zero();
+  const auto take = [&](V v) {
+    peak = S::max(peak, S::abs(v));
+    poison = S::mul_add(v, S::zero(), poison);
+  };
+  std::size_t j = 0;
+  for (; j + S::lanes <= n; j += S::lanes) take(S::load(x + j));
+  if (j < n) take(S::load_n(x + j, n - j));
+  if (S::sum(poison) != 0) return std::numeric_limits<double>::quiet_NaN();
+  A each[S::lanes];
+  S::store(each, peak);
+  double largest = 0;
+  for (const A v : each) largest = static_cast<double>(v) > largest ? static_cast<double>(v) : largest;
+  return largest;
 }
 
 // ---------------------------------------------------------------------------------------
