@@ -295,9 +295,10 @@ struct Columns {
 };
 
 /// The largest |x| of a row, or NaN if any value is NaN or ±Inf: for the rows whose statistics
-/// overflow or underflow, and for constant rows, whose variance 0 brings them here too (a
-/// batch's padding rows of zeros). Vectorized for those: in scalar code it took ~500 ns of a
-/// 768-float row (Zen 4, AVX-512), three times the rest of the row's normalization.
+/// overflow or underflow, and for rows of zeros (in LayerNorm, any constant row), whose
+/// variance or mean square 0 brings them here too: a batch's padding rows. Vectorized for
+/// those: in scalar code it took ~500 ns for a 768-float row (Zen 4, AVX-512), three times the
+/// rest of the row's normalization.
 template <class T>
 double peak_magnitude(const T* x, std::size_t n) {
   using A = accum_t<T>;
@@ -582,7 +583,7 @@ NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, 
 }
 
 /// LayerNorm of the short rows [first, first + count), count ≤ kGroupRows, each in Vectors
-/// registers: per row m = mean(x − x₀) over the row's first half (see below), c = x₀ + m
+/// registers: per row m = mean(x − x₀) over at least its first half (see below), c = x₀ + m
 /// rounded to A, e = x − c, then the corrected two-pass lo = mean(e), var = mean(e²) − lo²,
 /// and y = (e·r − lo·r)·γ + β. Sets declined[k], writing nothing for that row, where the
 /// general path must take it: variance out of A's comfortable range, NaN/Inf, or a constant
@@ -621,11 +622,13 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
   // values is within σ·sqrt((n − s)/s) ≤ σ of the row's (Cauchy–Schwarz), however the row is
   // ordered.
   // Predicted for a quarter of the row at 64 floats, where this pass over the whole row took
-  // ~23% of the time: +10–12%. Measured (one thread, AVX-512, floats): +12%, and +17–19% at 128
-  // and 256; but a quarter lets |lo| reach σ·√3, and rows whose first quarter sat 1e4 above the
-  // rest came out with 4.4 times the error in rstd. With half: 4096×64 +7%, 4096×128 and
-  // 4096×256 +12%, AVX2 +8–10%; sorted and stepped rows of 16 to 256 floats had at most 1.65
-  // times the error in rstd, and the largest error over all the rows measured did not change.
+  // ~23% of the time: +10–12%, its loads and operations down by three quarters, its sums
+  // across rows, centers and the wait for them unchanged. Measured (one thread, AVX-512,
+  // floats): +12%, and +17–19% at 128 and 256; but a quarter lets |lo| reach σ·√3, and rows
+  // whose first quarter sat 1e4 above the rest came out with 4.4 times the error in rstd. With
+  // half: 4096×64 +7%, 4096×128 and 4096×256 +12%, AVX2 +8–10% (64 to 128 floats); sorted and
+  // stepped rows of 16 to 256 floats had at most 1.65 times the error in rstd, and the largest
+  // error over all the rows measured did not change.
   constexpr std::size_t kHalf = (Vectors + 1) / 2;
   const std::size_t sampled = kHalf == Vectors ? n : kHalf * S::lanes;
   const double inv_sampled = 1 / static_cast<double>(sampled);
