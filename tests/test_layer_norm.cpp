@@ -117,6 +117,38 @@ TEST_CASE("LayerNorm of a constant row is exactly beta", "[layer_norm][forward]"
   });
 }
 
+TEST_CASE("LayerNorm saves exact statistics for constant rows among ordinary ones", "[layer_norm][forward]") {
+  // A batch's padding: constant rows, every third row of a batch, short rows and long. They have
+  // mean = the constant exactly and rstd = 1/sqrt(eps), +Inf for eps = 0; their neighbours match
+  // the reference.
+  for_each_type([]<class T>() {
+    using A = accum_t<T>;
+    for (const std::size_t features : {1u, 7u, 16u, 64u, 100u, 256u, 768u}) {
+      for (const double constant : {0.0, 1234.0, -3.5, 1e-30}) {
+        for (const double eps : {1e-5, 0.0}) {
+          CAPTURE(features, constant, eps);
+          LayerNorm<T> norm(features, options(eps));
+          randomize_parameters(norm, features + 7);
+          constexpr std::size_t rows = 37;
+          std::vector<T> x = test_rows<T>(rows, features, 0, features + 8);
+          const T c = from_double<T>(constant);
+          for (std::size_t i = 0; i < rows; i += 3) std::fill_n(x.begin() + static_cast<std::ptrdiff_t>(i * features), features, c);
+          const Saved<LayerNorm<T>> got = forward_train(norm, x);
+          if (eps != 0) check_forward(got, reference_forward(norm, widen(x)), limits<T>().forward, " (constant rows)");
+          values_t<LayerNorm<T>> beta(features);
+          for (std::size_t j = 0; j < features; ++j) beta[j] = from_double<T>(norm.beta()[j]);
+          for (std::size_t i = 0; i < rows; i += 3) {
+            CAPTURE(i);
+            CHECK(got.mean[i] == static_cast<A>(to_double(c)));
+            CHECK(got.rstd[i] == static_cast<A>(1 / std::sqrt(eps)));
+            CHECK(same_bits(row_of(got.y, i, features), beta));
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("LayerNorm default options and parameters", "[layer_norm][options]") {
   const LayerNorm<float> norm(10);
   CHECK(norm.features() == 10);

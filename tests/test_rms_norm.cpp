@@ -1,4 +1,5 @@
 // RMSNorm forward vs the reference (every size, offsets), a hand-checked batch, zero rows, options.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -72,6 +73,33 @@ TEST_CASE("RMSNorm of a zero row is zero", "[rms_norm][forward]") {
         RMSNorm<T> norm(features, options(eps));
         randomize_parameters(norm, 6);
         CHECK(count_nonzero(inference(norm, values_t<RMSNorm<T>>(2 * features, from_double<T>(0)))) == 0);
+      }
+    }
+  });
+}
+
+TEST_CASE("RMSNorm saves exact statistics for zero rows among ordinary ones", "[rms_norm][forward]") {
+  // A batch's padding: zero rows, every third row of a batch, short rows and long. They have
+  // rstd = 1/sqrt(eps), +Inf for eps = 0, and y = 0; their neighbours match the reference.
+  for_each_type([]<class T>() {
+    using A = accum_t<T>;
+    for (const std::size_t features : {1u, 7u, 16u, 64u, 100u, 256u, 768u}) {
+      for (const double eps : {1e-6, 0.0}) {
+        CAPTURE(features, eps);
+        RMSNorm<T> norm(features, options(eps));
+        randomize_parameters(norm, features + 7);
+        constexpr std::size_t rows = 37;
+        std::vector<T> x = test_rows<T>(rows, features, 0, features + 8);
+        for (std::size_t i = 0; i < rows; i += 3) {
+          std::fill_n(x.begin() + static_cast<std::ptrdiff_t>(i * features), features, from_double<T>(0));
+        }
+        const Saved<RMSNorm<T>> got = forward_train(norm, x);
+        if (eps != 0) check_forward(got, reference_forward(norm, widen(x)), limits<T>().forward, " (zero rows)");
+        for (std::size_t i = 0; i < rows; i += 3) {
+          CAPTURE(i);
+          CHECK(got.rstd[i] == static_cast<A>(1 / std::sqrt(eps)));
+          CHECK(count_nonzero(row_of(got.y, i, features)) == 0);
+        }
       }
     }
   });

@@ -331,6 +331,18 @@ double peak_magnitude(const T* x, std::size_t n) {
   return largest;
 }
 
+/// Whether every x[0, n) equals v exactly: false if any is NaN or ±Inf (|x − v| is NaN).
+template <class T>
+bool all_equal(const T* x, std::size_t n, accum_t<T> v) {
+  using S = Simd<accum_t<T>>;
+  const typename S::vec to = S::set(v);
+  typename S::vec apart = S::zero();
+  std::size_t j = 0;
+  for (; j + S::lanes <= n; j += S::lanes) apart = S::add(apart, S::abs(S::sub(S::load(x + j), to)));
+  if (j < n) apart = S::add(apart, S::abs(S::keep_n(S::sub(S::load_n(x + j, n - j), to), n - j)));
+  return S::sum(apart) == 0;
+}
+
 // ---------------------------------------------------------------------------------------
 // LayerNorm forward
 
@@ -772,6 +784,18 @@ struct LayerNormForward {
     else if (a.gamma != nullptr) layer_norm_apply<Stream, true, false>(a, x, y, row, c, ahead);
     else layer_norm_apply<Stream, false, false>(a, x, y, row, c, ahead);
   }
+  /// Normalizes row i and returns true if it is constant, with the statistics the general path
+  /// would find: mean x₀, variance 0 (see declined_row). Otherwise writes nothing.
+  static bool constant_row(const ForwardRows<T>& a, std::size_t i) {
+    const T* x = a.x + i * a.x_stride;
+    const A x0 = static_cast<A>(x[0]);
+    if (!all_equal(x, a.features, x0)) return false;
+    const double r = scaled_rstd(0, a.eps, 1);
+    const Row row{1, x0, 0, static_cast<A>(applied_rstd(r)), static_cast<double>(x0), r};
+    save(a, i, row);
+    output<false>(a, x, a.y + i * a.y_stride, row, Columns{0, a.features}, nullptr);
+    return true;
+  }
   template <std::size_t Vectors>
   static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t ahead_end) {
     if (a.gamma != nullptr && a.beta != nullptr) layer_norm_short_rows<Vectors, true, true, T, A>(a, first, count, declined, ahead_end);
@@ -955,6 +979,17 @@ struct RmsNormForward {
     if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, row, c, ahead);
     else rms_norm_apply<Stream, false>(a, x, y, row, c, ahead);
   }
+  /// Normalizes row i and returns true if it is all zeros, with mean square 0 (see
+  /// declined_row). Otherwise writes nothing.
+  static bool constant_row(const ForwardRows<T>& a, std::size_t i) {
+    const T* x = a.x + i * a.x_stride;
+    if (!all_equal(x, a.features, A(0))) return false;
+    const double r = scaled_rstd(0, a.eps, 1);
+    const Row row{1, static_cast<A>(applied_rstd(r)), r};
+    save(a, i, row);
+    output<false>(a, x, a.y + i * a.y_stride, row, Columns{0, a.features}, nullptr);
+    return true;
+  }
   template <std::size_t Vectors>
   static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t ahead_end) {
     if (a.gamma != nullptr) rms_norm_short_rows<Vectors, true, T, A>(a, first, count, declined, ahead_end);
@@ -993,8 +1028,21 @@ void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t e
   }
 }
 
-/// Rows [begin, end): short rows from registers (the rows they decline through the general
-/// path, one at a time), longer rows by groups. Short rows stream their output only where
+/// A short row the register kernels declined. Constant rows (LayerNorm) and zero rows (RMSNorm),
+/// such as a batch's padding, have variance 0, which the general path would take for an
+/// underflow: it looks up the row's peak, rescales and measures again, to arrive at mean x₀
+/// and variance 0 exactly, hence y = β. Here they go straight to that answer: with every
+/// fourth row zeros (one thread, AVX-512, floats, standalone harness), LayerNorm 4096×64
+/// 16.7 → 28.9 GiB/s, 4096×256 31.3 → 40.1, RMSNorm 4096×64 24.6 → 46.2, 4096×256 46.6 →
+/// 60.0. Ordinary rows moved by less than 1%. Inside the kernels, the same check had cost
+/// ordinary rows 3–20%, though it never ran for them: it changed the code around it.
+template <class Norm, class T>
+void declined_row(const ForwardRows<T>& a, std::size_t i) {
+  if (!Norm::constant_row(a, i)) forward_in_groups<false, Norm>(a, i, i + 1);
+}
+
+/// Rows [begin, end): short rows from registers (the rows they decline one at a time, see
+/// declined_row), longer rows by groups. Short rows stream their output only where
 /// every row starts on a whole vector: their registers sit at fixed offsets from the row's
 /// start, with no unaligned head to peel as write_row does. Unaligned, they store normally,
 /// and still beat streaming through the general path (LayerNorm 131072×64 floats, AVX-512,
@@ -1012,7 +1060,7 @@ void forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
         // Reading ahead only from memory, as y streams (see write_row).
         Norm::template short_rows<vectors()>(registered, first, count, declined, a.stream ? end : begin);
         for (std::size_t k = 0; k < count; ++k) {
-          if (declined[k]) forward_in_groups<false, Norm>(a, first + k, first + k + 1);
+          if (declined[k]) declined_row<Norm>(a, first + k);
         }
       }
     });
