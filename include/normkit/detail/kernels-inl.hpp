@@ -258,16 +258,6 @@ bool every_row_aligned(const T* y, std::size_t stride) {
 /// flight throughout. Measured on 8192×4096 floats (AVX-512, one thread): LayerNorm forward
 /// 17.7 → 20–22 GB/s, against 30 GB/s for a copy.
 ///
-/// Forward passes read ahead only where y streams, the arrays being too large for the
-/// last-level cache (should_stream). From the cache the hardware prefetchers keep up, and the
-/// prefetch instructions only take load slots. Measured without them in the cache (Zen 4,
-/// AVX-512, one thread, floats, standalone harness, best of six alternated runs): LayerNorm
-/// 4096×768 37.0 → 38.7 GiB/s, 512×2048 37.7 → 41.8, 4096×64 35.1 → 36.1; RMSNorm 4096×256
-/// 64.7 → 71.0; within 2% at 128, 256 and 384 floats (LayerNorm) and RMSNorm 4096×768. The
-/// threshold is a guess at the cache's size (stream_min_bytes), so on a machine with less
-/// cache, arrays just under it come from DRAM without reading ahead. Backward reads ahead
-/// everywhere: without, in the cache, it moved by −4% to +4%.
-///
 /// Writes y[0, n) from out.value<Full>(j, count), one vector at a time. With Stream the full
 /// vectors bypass the cache (non-temporal stores, from the first aligned address on): for an
 /// output that does not fit the last-level cache beside its input (see stream_min_bytes), a
@@ -591,15 +581,15 @@ NORMKIT_ALWAYS_INLINE Simd<double>::vec rstd_lanes(Simd<double>::vec var, double
   return D::div(D::set(1), D::sqrt(D::add(var, D::set(eps))));
 }
 
-/// Prefetches every line of x's row i, if i < ahead_end. The short-row kernels read a group ahead
+/// Prefetches every line of x's row i, if i < end. The short-row kernels read a group ahead
 /// this way while they write, as the general path does (see write_row): from DRAM, the
 /// hardware prefetcher alone left the reads idle during the output phase. Measured
 /// (one thread, AVX-512, float, normal stores): LayerNorm forward 16384×256 28 → 36 GiB/s,
 /// 32768×192 27 → 32; no change in cache (4096×64, 4096×256). Those figures are from prefetches
 /// into L1 on Zen 5; into L2 (see NORMKIT_PREFETCH), RMSNorm 4096×64 lost 9% on Zen 4.
 template <class T>
-NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, std::size_t ahead_end) {
-  if (i >= ahead_end) return;
+NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, std::size_t end) {
+  if (i >= end) return;
   const char* row = reinterpret_cast<const char*>(a.x + i * a.x_stride);
   for (std::size_t at = 0; at < a.features * sizeof(T); at += kLineBytes) NORMKIT_PREFETCH(row + at);
 }
@@ -610,14 +600,14 @@ NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, 
 /// and y = (e·r − lo·r)·γ + β. Sets declined[k], writing nothing for that row, where the
 /// general path must take it: variance out of A's comfortable range, NaN/Inf, or a constant
 /// row (whose exact β the general path guarantees). The output phase prefetches the next
-/// group's rows below `ahead_end`, and with a.stream writes whole vectors with non-temporal stores
+/// group's rows below `end`, and with a.stream writes whole vectors with non-temporal stores
 /// (forward() checks the alignment).
 ///
 /// Each phase ends with vectors of row sums (row_totals), turned into statistics a vector of
 /// rows at a time (lo, var and rstd in double). Row by row, at 64 floats the horizontal sums
 /// took ~18% of the time and the scalar double arithmetic ~20% (perf annotate).
 template <std::size_t Vectors, bool Gamma, bool Beta, class T, class A>
-void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t ahead_end) {
+void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
   // From `rows` itself GCC reloaded every field after each row's stores; from a local copy it
   // keeps them in registers (4096×64 floats, AVX-512: LayerNorm +8%, RMSNorm +21%).
   const ForwardRows<T> a = rows;
@@ -691,7 +681,7 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
   // stores again (4096×64: −9%).
   const auto outputs = [&](auto stream, const ForwardRows<T> args) {
     for (std::size_t k = 0; k < count; ++k) {
-      prefetch_row(args, first + kGroupRows + k, ahead_end);
+      prefetch_row(args, first + kGroupRows + k, end);
       declined[k] = !comfortable_variance<A>(var[k]);
       if (declined[k]) continue;
       if (args.mean != nullptr) {
@@ -797,10 +787,10 @@ struct LayerNormForward {
     return true;
   }
   template <std::size_t Vectors>
-  static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t ahead_end) {
-    if (a.gamma != nullptr && a.beta != nullptr) layer_norm_short_rows<Vectors, true, true, T, A>(a, first, count, declined, ahead_end);
-    else if (a.gamma != nullptr) layer_norm_short_rows<Vectors, true, false, T, A>(a, first, count, declined, ahead_end);
-    else layer_norm_short_rows<Vectors, false, false, T, A>(a, first, count, declined, ahead_end);
+  static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
+    if (a.gamma != nullptr && a.beta != nullptr) layer_norm_short_rows<Vectors, true, true, T, A>(a, first, count, declined, end);
+    else if (a.gamma != nullptr) layer_norm_short_rows<Vectors, true, false, T, A>(a, first, count, declined, end);
+    else layer_norm_short_rows<Vectors, false, false, T, A>(a, first, count, declined, end);
   }
 };
 
@@ -921,7 +911,7 @@ struct ScaledOutput {
 /// that row, when the mean square is out of A's comfortable range (or NaN/Inf): the general
 /// path rescales. Reads ahead and streams as layer_norm_short_rows.
 template <std::size_t Vectors, bool Gamma, class T, class A>
-void rms_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t ahead_end) {
+void rms_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
   // A local copy, as in layer_norm_short_rows.
   const ForwardRows<T> a = rows;
   using S = Simd<A>;
@@ -949,7 +939,7 @@ void rms_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::siz
   // `args` as in layer_norm_short_rows.
   const auto outputs = [&](auto stream, const ForwardRows<T> args) {
     for (std::size_t k = 0; k < count; ++k) {
-      prefetch_row(args, first + kGroupRows + k, ahead_end);
+      prefetch_row(args, first + kGroupRows + k, end);
       declined[k] = !comfortable_variance<A>(ms[k]);
       if (declined[k]) continue;
       const A r = static_cast<A>(rstd[k]);
@@ -991,9 +981,9 @@ struct RmsNormForward {
     return true;
   }
   template <std::size_t Vectors>
-  static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t ahead_end) {
-    if (a.gamma != nullptr) rms_norm_short_rows<Vectors, true, T, A>(a, first, count, declined, ahead_end);
-    else rms_norm_short_rows<Vectors, false, T, A>(a, first, count, declined, ahead_end);
+  static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
+    if (a.gamma != nullptr) rms_norm_short_rows<Vectors, true, T, A>(a, first, count, declined, end);
+    else rms_norm_short_rows<Vectors, false, T, A>(a, first, count, declined, end);
   }
 };
 
@@ -1008,13 +998,12 @@ void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t e
   const bool pairs = in_pairs(a);
   const std::size_t group = pairs ? 2 : group_rows<T>(a.features);
   const std::size_t block = pairs ? kColumnBytes / sizeof(accum_t<T>) : a.features;
-  const std::size_t ahead_end = Stream ? end : begin;  // see write_row
   typename Norm::Row stats[kGroupRows];
   for (std::size_t first = begin; first < end; first += group) {
     const std::size_t count = end - first < group ? end - first : group;
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t i = first + k;
-      stats[k] = Norm::statistics(a, a.x + i * a.x_stride, next_row(a, i + group, ahead_end, 0));
+      stats[k] = Norm::statistics(a, a.x + i * a.x_stride, next_row(a, i + group, end, 0));
     }
     for (std::size_t k = 0; k < count; ++k) Norm::save(a, first + k, stats[k]);
     for (std::size_t from = 0; from < a.features; from += block) {
@@ -1022,7 +1011,7 @@ void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t e
       for (std::size_t k = 0; k < count; ++k) {
         const std::size_t i = first + k;
         Norm::template output<Stream>(a, a.x + i * a.x_stride, a.y + i * a.y_stride, stats[k], c,
-                                      next_row(a, i + group, ahead_end, (a.features + from) / 2));
+                                      next_row(a, i + group, end, (a.features + from) / 2));
       }
     }
   }
@@ -1057,8 +1046,7 @@ void forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
       for (std::size_t first = begin; first < end; first += kGroupRows) {
         const std::size_t count = end - first < kGroupRows ? end - first : kGroupRows;
         bool declined[kGroupRows];
-        // Reading ahead only from memory, as y streams (see write_row).
-        Norm::template short_rows<vectors()>(registered, first, count, declined, a.stream ? end : begin);
+        Norm::template short_rows<vectors()>(registered, first, count, declined, end);
         for (std::size_t k = 0; k < count; ++k) {
           if (declined[k]) declined_row<Norm>(a, first + k);
         }
