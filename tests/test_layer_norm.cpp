@@ -124,7 +124,7 @@ TEST_CASE("LayerNorm saves exact statistics for constant rows among ordinary one
   for_each_type([]<class T>() {
     using A = accum_t<T>;
     for (const std::size_t features : {1u, 7u, 16u, 64u, 100u, 256u, 768u}) {
-      for (const double constant : {0.0, 1234.0, -3.5, 1e-30}) {
+      for (const double constant : {0.0, -0.0, 1234.0, -3.5, 1e-30}) {
         for (const double eps : {1e-5, 0.0}) {
           CAPTURE(features, constant, eps);
           LayerNorm<T> norm(features, options(eps));
@@ -132,7 +132,9 @@ TEST_CASE("LayerNorm saves exact statistics for constant rows among ordinary one
           constexpr std::size_t rows = 37;
           std::vector<T> x = test_rows<T>(rows, features, 0, features + 8);
           const T c = from_double<T>(constant);
-          for (std::size_t i = 0; i < rows; i += 3) std::fill_n(x.begin() + static_cast<std::ptrdiff_t>(i * features), features, c);
+          for (std::size_t i = 0; i < rows; i += 3) {
+            std::fill_n(x.begin() + static_cast<std::ptrdiff_t>(i * features), features, c);
+          }
           const Saved<LayerNorm<T>> got = forward_train(norm, x);
           if (eps != 0) check_forward(got, reference_forward(norm, widen(x)), limits<T>().forward, " (constant rows)");
           values_t<LayerNorm<T>> beta(features);

@@ -296,9 +296,10 @@ struct Columns {
 
 /// The largest |x| of a row, or NaN if any value is NaN or ±Inf: for the rows whose statistics
 /// overflow or underflow, and for rows of zeros (in LayerNorm, any constant row), whose
-/// variance or mean square 0 brings them here too: a batch's padding rows. Vectorized for
-/// those: in scalar code it took ~500 ns for a 768-float row (Zen 4, AVX-512), three times the
-/// rest of the row's normalization.
+/// variance or mean square 0 brings them here too: a batch's padding rows, where they are
+/// longer than the registers hold (see declined_row). Vectorized for those: in scalar code it
+/// took ~500 ns for a 768-float row (Zen 4, AVX-512), three times the rest of the row's
+/// normalization.
 template <class T>
 double peak_magnitude(const T* x, std::size_t n) {
   using A = accum_t<T>;
@@ -599,9 +600,8 @@ NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, 
 /// rounded to A, e = x − c, then the corrected two-pass lo = mean(e), var = mean(e²) − lo²,
 /// and y = (e·r − lo·r)·γ + β. Sets declined[k], writing nothing for that row, where the
 /// general path must take it: variance out of A's comfortable range, NaN/Inf, or a constant
-/// row (whose exact β the general path guarantees). The output phase prefetches the next
-/// group's rows below `end`, and with a.stream writes whole vectors with non-temporal stores
-/// (forward() checks the alignment).
+/// row (see declined_row). The output phase prefetches the next group's rows below `end`, and
+/// with a.stream writes whole vectors with non-temporal stores (forward() checks the alignment).
 ///
 /// Each phase ends with vectors of row sums (row_totals), turned into statistics a vector of
 /// rows at a time (lo, var and rstd in double). Row by row, at 64 floats the horizontal sums
@@ -775,13 +775,14 @@ struct LayerNormForward {
     else layer_norm_apply<Stream, false, false>(a, x, y, row, c, ahead);
   }
   /// Normalizes row i and returns true if it is constant, with the statistics the general path
-  /// would find: mean x₀, variance 0 (see declined_row). Otherwise writes nothing.
+  /// finds: mean x₀, variance 0 (see declined_row). Otherwise writes nothing.
   static bool constant_row(const ForwardRows<T>& a, std::size_t i) {
     const T* x = a.x + i * a.x_stride;
     const A x0 = static_cast<A>(x[0]);
     if (!all_equal(x, a.features, x0)) return false;
+    const A hi = x0 + A(0);  // +0 for a row of −0, as the general path's x₀ + mean(x − x₀)
     const double r = scaled_rstd(0, a.eps, 1);
-    const Row row{1, x0, 0, static_cast<A>(applied_rstd(r)), static_cast<double>(x0), r};
+    const Row row{1, hi, 0, static_cast<A>(applied_rstd(r)), static_cast<double>(hi), r};
     save(a, i, row);
     output<false>(a, x, a.y + i * a.y_stride, row, Columns{0, a.features}, nullptr);
     return true;
@@ -1019,12 +1020,13 @@ void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t e
 
 /// A short row the register kernels declined. Constant rows (LayerNorm) and zero rows (RMSNorm),
 /// such as a batch's padding, have variance 0, which the general path would take for an
-/// underflow: it looks up the row's peak, rescales and measures again, to arrive at mean x₀
-/// and variance 0 exactly, hence y = β. Here they go straight to that answer: with every
-/// fourth row zeros (one thread, AVX-512, floats, standalone harness), LayerNorm 4096×64
-/// 16.7 → 28.9 GiB/s, 4096×256 31.3 → 40.1, RMSNorm 4096×64 24.6 → 46.2, 4096×256 46.6 →
-/// 60.0. Ordinary rows moved by less than 1%. Inside the kernels, the same check had cost
-/// ordinary rows 3–20%, though it never ran for them: it changed the code around it.
+/// underflow: it looks up the row's peak and, for a nonzero constant, rescales and measures
+/// again, to arrive at mean x₀ and variance 0 exactly, hence y = β. Here they go straight to
+/// that answer: with every fourth row zeros (one thread, AVX-512, floats, standalone harness),
+/// LayerNorm 4096×64 16.7 → 28.9 GiB/s, 4096×256 31.3 → 40.1, RMSNorm 4096×64 24.6 → 46.2,
+/// 4096×256 46.6 → 60.0. Ordinary rows moved by less than 1%. Inside the kernels, the same
+/// check had cost ordinary rows 3–20%, though it never ran for them: it changed the code
+/// around it.
 template <class Norm, class T>
 void declined_row(const ForwardRows<T>& a, std::size_t i) {
   if (!Norm::constant_row(a, i)) forward_in_groups<false, Norm>(a, i, i + 1);
