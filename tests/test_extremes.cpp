@@ -50,6 +50,23 @@ void check_magnitude(std::size_t features, int exponent, bool zero_eps) {
   CHECK(count_finite(got.mean) == got.mean.size());
   check_within(norm_name<Norm>() + " y (magnitudes)", worst_relative(got.y, reference_forward(scaled_eps, x_ref).y),
                limits<T>().forward);
+  // rstd = 1/sqrt(v·s² + eps) from the unit rows' variance (mean square) v, with the larger of
+  // s² and 1/s² kept out of range: for double rows of 1e-319 it is 1/sqrt(eps). Past A's range
+  // (eps = 0 and the smallest rows) it is saved as +Inf.
+  const std::vector<double> unit_rstd = reference_forward(make_norm<Norm>(features, 0), x_ref).rstd;
+  std::vector<double> got_rstd, want_rstd;
+  for (std::size_t i = 0; i < unit_rstd.size(); ++i) {
+    const double v = 1 / (unit_rstd[i] * unit_rstd[i]);
+    const double want = exponent >= 0 ? std::ldexp(1 / std::sqrt(v + std::ldexp(eps, -2 * exponent)), -exponent)
+                                      : 1 / std::sqrt(std::ldexp(v, 2 * exponent) + eps);
+    if (want > static_cast<double>(std::numeric_limits<typename Norm::accum_type>::max())) {
+      CHECK(std::isinf(got.rstd[i]));
+    } else {
+      got_rstd.push_back(static_cast<double>(got.rstd[i]));
+      want_rstd.push_back(want);
+    }
+  }
+  check_within(norm_name<Norm>() + " rstd (magnitudes)", worst_relative(got_rstd, want_rstd, 0), limits<T>().stats);
 }
 
 /// LayerNorm and RMSNorm, eps = 0 and the default eps, at each exponent.

@@ -119,13 +119,16 @@ TEST_CASE("LayerNorm of a constant row is exactly beta", "[layer_norm][forward]"
 
 TEST_CASE("LayerNorm saves exact statistics for constant rows among ordinary ones", "[layer_norm][forward]") {
   // A batch's padding: constant rows, every third row of a batch, short rows and long. They have
-  // mean = the constant exactly and rstd = 1/sqrt(eps), +Inf for eps = 0; their neighbours match
-  // the reference.
+  // mean = the constant exactly and rstd = 1/sqrt(eps), +Inf for eps = 0 (and for eps = 1e-80 in
+  // float); their neighbours match the reference. Long double rows of 1e-200 to 1e300 are
+  // rescaled by up to 2^±971, where eps·scale² leaves double's range. Without β, a row of −0
+  // gives −0·γ, as x − mean is −0.
   for_each_type([]<class T>() {
     using A = accum_t<T>;
     for (const std::size_t features : {1u, 7u, 16u, 64u, 100u, 256u, 768u}) {
-      for (const double constant : {0.0, -0.0, 1234.0, -3.5, 1e-30}) {
-        for (const double eps : {1e-5, 0.0}) {
+      for (const double constant : {0.0, -0.0, 1234.0, -3.5, 1e-30, 1e200, 1e300, -1e-200}) {
+        if (!std::isfinite(to_double(from_double<T>(constant)))) continue;
+        for (const double eps : {1e-5, 0.0, 1e-80}) {
           CAPTURE(features, constant, eps);
           LayerNorm<T> norm(features, options(eps));
           randomize_parameters(norm, features + 7);
@@ -136,7 +139,9 @@ TEST_CASE("LayerNorm saves exact statistics for constant rows among ordinary one
             std::fill_n(x.begin() + static_cast<std::ptrdiff_t>(i * features), features, c);
           }
           const Saved<LayerNorm<T>> got = forward_train(norm, x);
-          if (eps != 0) check_forward(got, reference_forward(norm, widen(x)), limits<T>().forward, " (constant rows)");
+          if (eps == 1e-5) {
+            check_forward(got, reference_forward(norm, widen(x)), limits<T>().forward, " (constant rows)");
+          }
           values_t<LayerNorm<T>> beta(features);
           for (std::size_t j = 0; j < features; ++j) beta[j] = from_double<T>(norm.beta()[j]);
           for (std::size_t i = 0; i < rows; i += 3) {
@@ -144,6 +149,14 @@ TEST_CASE("LayerNorm saves exact statistics for constant rows among ordinary one
             CHECK(got.mean[i] == static_cast<A>(to_double(c)));
             CHECK(got.rstd[i] == static_cast<A>(1 / std::sqrt(eps)));
             CHECK(same_bits(row_of(got.y, i, features), beta));
+          }
+          if (constant == 0 && std::signbit(constant)) {
+            LayerNorm<T> no_bias(features, options(eps, true, false));
+            randomize_parameters(no_bias, features + 9);
+            const values_t<LayerNorm<T>> y = inference(no_bias, x);
+            values_t<LayerNorm<T>> zeros(features);
+            for (std::size_t j = 0; j < features; ++j) zeros[j] = from_double<T>(-0.0 * no_bias.gamma()[j]);
+            for (std::size_t i = 0; i < rows; i += 3) CHECK(same_bits(row_of(y, i, features), zeros));
           }
         }
       }

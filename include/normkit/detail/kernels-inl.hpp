@@ -406,10 +406,9 @@ NORMKIT_ALWAYS_INLINE LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, 
     lo = static_cast<A>(sum[0] / static_cast<double>(n));
   }
   const double s = static_cast<double>(scale);
-  const double r = scaled_rstd(var, eps, s);
+  const Rstd r = scaled_rstd(var, eps, s);
   const double mean = static_cast<double>(hi) + static_cast<double>(lo);
-  if (scale == 1) return {scale, hi, lo, static_cast<A>(applied_rstd(r)), mean, r};
-  return {scale, hi, lo, static_cast<A>(applied_rstd(r)), mean / s, r * s};
+  return {scale, hi, lo, static_cast<A>(applied_rstd<A>(r.applied)), scale == 1 ? mean : mean / s, r.saved};
 }
 
 /// y = (x·scale − hi)·r − lo·r, then ·γ + β, one vector at a time (see write_row). x·scale − hi
@@ -781,8 +780,8 @@ struct LayerNormForward {
     const A x0 = static_cast<A>(x[0]);
     if (!all_equal(x, a.features, x0)) return false;
     const A hi = x0 + A(0);  // +0 for a row of −0, as the general path's x₀ + mean(x − x₀)
-    const double r = scaled_rstd(0, a.eps, 1);
-    const Row row{1, hi, 0, static_cast<A>(applied_rstd(r)), static_cast<double>(hi), r};
+    const Rstd r = scaled_rstd(0, a.eps, 1);
+    const Row row{1, hi, 0, static_cast<A>(applied_rstd<A>(r.applied)), static_cast<double>(hi), r.saved};
     save(a, i, row);
     output<false>(a, x, a.y + i * a.y_stride, row, Columns{0, a.features}, nullptr);
     return true;
@@ -858,8 +857,8 @@ NORMKIT_ALWAYS_INLINE RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, doub
     }
   }
   const double s = static_cast<double>(scale);
-  const double r = scaled_rstd(ms, eps, s);
-  return {scale, static_cast<A>(applied_rstd(r)), r * s};
+  const Rstd r = scaled_rstd(ms, eps, s);
+  return {scale, static_cast<A>(applied_rstd<A>(r.applied)), r.saved};
 }
 
 /// y = (x·scale)·r·γ, one vector at a time (see write_row).
@@ -975,8 +974,8 @@ struct RmsNormForward {
   static bool constant_row(const ForwardRows<T>& a, std::size_t i) {
     const T* x = a.x + i * a.x_stride;
     if (!all_equal(x, a.features, A(0))) return false;
-    const double r = scaled_rstd(0, a.eps, 1);
-    const Row row{1, static_cast<A>(applied_rstd(r)), r};
+    const Rstd r = scaled_rstd(0, a.eps, 1);
+    const Row row{1, static_cast<A>(applied_rstd<A>(r.applied)), r.saved};
     save(a, i, row);
     output<false>(a, x, a.y + i * a.y_stride, row, Columns{0, a.features}, nullptr);
     return true;

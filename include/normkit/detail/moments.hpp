@@ -60,17 +60,39 @@ inline double row_scale(double peak) noexcept {
   return std::ldexp(1.0, -exponent);
 }
 
-/// 1 / sqrt(var + eps·scale²) for a row multiplied by `scale`, leaving eps·scale² out when eps
-/// is 0 (it could be 0·Inf). +Inf for a constant row with eps = 0.
-inline double scaled_rstd(double var, double eps, double scale) noexcept {
-  return 1 / std::sqrt(eps == 0 ? var : var + eps * scale * scale);
+/// A row's rstd twice: `applied` to the row multiplied by its scale, and `saved`, the row's own.
+struct Rstd {
+  double applied, saved;
+};
+
+/// 1 / sqrt(var + eps·scale²) for a row multiplied by `scale` (a power of two, see row_scale),
+/// var being the variance of the scaled row, and that times scale for the row itself; eps is
+/// left out when it is 0 (eps·scale² could be 0·Inf). +Inf for a constant row with eps = 0.
+/// Double rows are scaled by up to 2^±971, and eps·scale² then overflowed for rows below
+/// ~1e-157 (eps = 1e-5), whose rstd came out 0, and underflowed for long constant rows above
+/// ~1e151, whose rstd came out inexact and from ~1e159 +Inf, where both are 1/sqrt(eps). Where
+/// eps·scale² leaves double's range, the row's own rstd is taken at the row's scale,
+/// 1/sqrt(var/scale² + eps): what underflows then is the variance of a tiny row beside eps, or
+/// a constant row's 0. `applied` may leave double's range there (see applied_rstd).
+inline Rstd scaled_rstd(double var, double eps, double scale) noexcept {
+  const double scaled_eps = eps * scale * scale;
+  const bool in_range = eps == 0 || (scaled_eps <= std::numeric_limits<double>::max() &&
+                                     (scaled_eps >= std::numeric_limits<double>::min() || var > 0));
+  if (in_range) {
+    const double r = 1 / std::sqrt(eps == 0 ? var : var + scaled_eps);
+    return {r, r * scale};
+  }
+  const double saved = 1 / std::sqrt(var / scale / scale + eps);
+  return {saved / scale, saved};
 }
 
-/// The multiplier the kernels apply: rstd, or 0 where rstd is +Inf. That happens only for a
-/// constant row with eps = 0, whose centered values are all exactly 0, so 0 keeps y at β
-/// instead of 0·Inf = NaN.
+/// The multiplier the kernels apply, later rounded to A: rstd, or 0 where rstd exceeds A's
+/// range. That happens only for a constant row: with eps = 0 (rstd +Inf), in float with eps
+/// below ~9e-78, or, rescaled (longer than the registers), with eps up to ~4e-15 for a row
+/// near 1e30. Its centered values are all exactly 0, so 0 keeps y at β instead of 0·Inf = NaN.
+template <class A>
 inline double applied_rstd(double rstd) noexcept {
-  return rstd <= std::numeric_limits<double>::max() || rstd != rstd ? rstd : 0;
+  return rstd <= static_cast<double>(std::numeric_limits<A>::max()) || rstd != rstd ? rstd : 0;
 }
 
 }  // namespace normkit::detail
