@@ -447,8 +447,9 @@ void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNorm
 
 // ---------------------------------------------------------------------------------------
 // Short rows (DESIGN §2's allowed shortcut). A row of up to kRegisterVectors vectors is an
-// exact two-pass over registers, and rows go by groups of kGroupRows, phase by phase: every
-// row's sums, then the statistics of all rows together, then every output.
+// exact two-pass over registers, and rows go by groups of kGroupRows (kWideGroupRows for
+// LayerNorm's shortest), phase by phase: every row's sums, then the statistics of all rows
+// together, then every output.
 //
 // Row by row, a 64-float LayerNorm row took 19 ns in L1 (AVX-512, ~60 cycles) for ~110
 // instructions: its statistics are one serial chain of ~170 cycles (adds, two horizontal sums,
@@ -604,8 +605,21 @@ bool fits_registers(std::size_t features) {
 /// Rows per group: of the short-row phases, and at most of the general path below.
 inline constexpr std::size_t kGroupRows = 16;
 
-/// sums[k] = the horizontal sum of part[k] for the rows k < count (≤ kGroupRows), a vector
-/// of rows at a time (Simd::sums). Zeroes the parts past count up to a whole vector of rows.
+/// LayerNorm's short rows of up to kWideGroupBytes, their registers' worth of T, go by groups
+/// of kWideGroupRows. A LayerNorm group waits twice on all its rows, for their centers and
+/// then for their statistics, and at 64 floats a row takes ~50 cycles, so those two waits on
+/// the sums' and statistics' latency weigh; twice the rows share them. Predicted +5–10% at 64
+/// floats (a group of 16 rows spends ~100 of its ~800 cycles waiting); measured (one thread,
+/// AVX-512, floats, 4096 rows, standalone harness, best of six alternated rounds): 64 floats
+/// 36.4 → 39.3 GiB/s, 48 31.9 → 35.2, 32 24.8 → 27.8, 65536×64 (from DRAM) 33.9 → 36.4; on
+/// AVX2 64 floats 36.6 → 37.6, 32 27.7 → 30.2. With every short row in groups of 32, longer
+/// rows lost, their group no longer fitting L1 beside the output (256 floats 44.4 → 43.0,
+/// RMSNorm 64.7 → 53.6), and RMSNorm, which waits once, lost 3% on AVX2 at 64 floats.
+inline constexpr std::size_t kWideGroupRows = 32;
+inline constexpr std::size_t kWideGroupBytes = 256;
+
+/// sums[k] = the horizontal sum of part[k] for the rows k < count, a vector of rows at a
+/// time (Simd::sums). Zeroes the parts past count up to a whole vector of rows.
 template <class A>
 NORMKIT_ALWAYS_INLINE void row_totals(typename Simd<A>::vec* part, std::size_t count, A* sums) {
   using S = Simd<A>;
@@ -632,7 +646,7 @@ NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, 
   for (std::size_t at = 0; at < a.features * sizeof(T); at += kLineBytes) NORMKIT_PREFETCH(row + at);
 }
 
-/// LayerNorm of the short rows [first, first + count), count ≤ kGroupRows, each in Vectors
+/// LayerNorm of the short rows [first, first + count), count ≤ Rows, each in Vectors
 /// registers: per row m = mean(x − x₀) over at least its first half (see below), c = x₀ + m
 /// rounded to A, e = x − c, then the corrected two-pass lo = mean(e), var = mean(e²) − lo²,
 /// and y = (e·r − lo·r)·γ + β. Sets declined[k], writing nothing for that row, where the
@@ -643,7 +657,7 @@ NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, 
 /// Each phase ends with vectors of row sums (row_totals), turned into statistics a vector of
 /// rows at a time (lo, var and rstd in double). Row by row, at 64 floats the horizontal sums
 /// took ~18% of the time and the scalar double arithmetic ~20% (perf annotate).
-template <std::size_t Vectors, bool Gamma, bool Beta, class T, class A>
+template <std::size_t Vectors, std::size_t Rows, bool Gamma, bool Beta, class T, class A>
 void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
   // From `rows` itself GCC reloaded every field after each row's stores; from a local copy it
   // keeps them in registers (4096×64 floats, AVX-512: LayerNorm +8%, RMSNorm +21%).
@@ -653,9 +667,9 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
   using V = typename S::vec;
   const std::size_t n = a.features;
   const double inv_n = 1 / static_cast<double>(n);
-  A shift[kGroupRows], sum_d[kGroupRows], center[kGroupRows], sum_e[kGroupRows], sum_ee[kGroupRows];
-  double lo[kGroupRows], var[kGroupRows], rstd[kGroupRows];
-  V part[kGroupRows], part_sq[kGroupRows];
+  A shift[Rows], sum_d[Rows], center[Rows], sum_e[Rows], sum_ee[Rows];
+  double lo[Rows], var[Rows], rstd[Rows];
+  V part[Rows], part_sq[Rows];
   // x − c, from x again, lanes past the row zero. Like the general path's x − hi: c is the
   // A nearest the first pass's mean, so x − c is exact or of the size of σ, and one
   // subtraction where (x − x₀) − mean took two. Predicted +8% at 4096×64 floats (8 of ~90
@@ -719,7 +733,7 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
   const auto outputs = [&](auto stream, const ForwardRows<T> args) {
     const ShortRowAffine<Vectors, Gamma, Beta, A> affine(args.gamma, args.beta, n);
     for (std::size_t k = 0; k < count; ++k) {
-      prefetch_row(args, first + kGroupRows + k, end);
+      prefetch_row(args, first + Rows + k, end);
       declined[k] = !comfortable_variance<A>(var[k]);
       if (declined[k]) continue;
       if (args.mean != nullptr) {
@@ -825,11 +839,20 @@ struct LayerNormForward {
     output<false>(a, x, a.y + i * a.y_stride, row, Columns{0, a.features}, nullptr);
     return true;
   }
+  /// Rows per group of short rows in Vectors registers (see kWideGroupRows).
+  template <std::size_t Vectors>
+  static constexpr std::size_t kShortGroupRows =
+      Vectors * Simd<A>::lanes * sizeof(T) <= kWideGroupBytes ? kWideGroupRows : kGroupRows;
   template <std::size_t Vectors>
   static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
-    if (a.gamma != nullptr && a.beta != nullptr) layer_norm_short_rows<Vectors, true, true, T, A>(a, first, count, declined, end);
-    else if (a.gamma != nullptr) layer_norm_short_rows<Vectors, true, false, T, A>(a, first, count, declined, end);
-    else layer_norm_short_rows<Vectors, false, false, T, A>(a, first, count, declined, end);
+    constexpr std::size_t rows = kShortGroupRows<Vectors>;
+    if (a.gamma != nullptr && a.beta != nullptr) {
+      layer_norm_short_rows<Vectors, rows, true, true, T, A>(a, first, count, declined, end);
+    } else if (a.gamma != nullptr) {
+      layer_norm_short_rows<Vectors, rows, true, false, T, A>(a, first, count, declined, end);
+    } else {
+      layer_norm_short_rows<Vectors, rows, false, false, T, A>(a, first, count, declined, end);
+    }
   }
 };
 
@@ -1021,6 +1044,8 @@ struct RmsNormForward {
     return true;
   }
   template <std::size_t Vectors>
+  static constexpr std::size_t kShortGroupRows = kGroupRows;
+  template <std::size_t Vectors>
   static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
     if (a.gamma != nullptr) rms_norm_short_rows<Vectors, true, T, A>(a, first, count, declined, end);
     else rms_norm_short_rows<Vectors, false, T, A>(a, first, count, declined, end);
@@ -1084,9 +1109,10 @@ void forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
     ForwardRows<T> registered = a;
     registered.stream = a.stream && every_row_aligned<accum_t<T>>(a.y, a.y_stride);
     with_register_count<accum_t<T>>(a.features, [&](auto vectors) {
-      for (std::size_t first = begin; first < end; first += kGroupRows) {
-        const std::size_t count = end - first < kGroupRows ? end - first : kGroupRows;
-        bool declined[kGroupRows];
+      constexpr std::size_t group = Norm::template kShortGroupRows<decltype(vectors)::value>;
+      for (std::size_t first = begin; first < end; first += group) {
+        const std::size_t count = end - first < group ? end - first : group;
+        bool declined[group];
         Norm::template short_rows<vectors()>(registered, first, count, declined, end);
         for (std::size_t k = 0; k < count; ++k) {
           if (declined[k]) declined_row<Norm>(a, first + k);
