@@ -408,7 +408,7 @@ NORMKIT_ALWAYS_INLINE LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, 
   const double s = static_cast<double>(scale);
   const Rstd r = scaled_rstd(var, eps, s);
   const double mean = static_cast<double>(hi) + static_cast<double>(lo);
-  return {scale, hi, lo, static_cast<A>(applied_rstd<A>(r.applied)), scale == 1 ? mean : mean / s, r.saved};
+  return {scale, hi, lo, static_cast<A>(applied_rstd<A>(r.applied)), mean / s, r.saved};
 }
 
 /// y = (x·scale − hi)·r − lo·r, then ·γ + β, one vector at a time (see write_row). x·scale − hi

@@ -66,8 +66,8 @@ struct Rstd {
 };
 
 /// 1 / sqrt(var + eps·scale²) for a row multiplied by `scale` (a power of two, see row_scale),
-/// var being the variance of the scaled row, and that times scale for the row itself; eps is
-/// left out when it is 0 (eps·scale² could be 0·Inf). +Inf for a constant row with eps = 0.
+/// var being the variance of the scaled row, and that times scale for the row itself: +Inf for
+/// a constant row with eps = 0, which the second branch below takes.
 /// Double rows are scaled by up to 2^±971, and eps·scale² then overflowed for rows below
 /// ~1e-157 (eps = 1e-5), whose rstd came out 0, and underflowed for long constant rows above
 /// ~1e151, whose rstd came out inexact and from ~1e159 +Inf, where both are 1/sqrt(eps). Where
@@ -76,10 +76,10 @@ struct Rstd {
 /// a constant row's 0. `applied` may leave double's range there (see applied_rstd).
 inline Rstd scaled_rstd(double var, double eps, double scale) noexcept {
   const double scaled_eps = eps * scale * scale;
-  const bool in_range = eps == 0 || (scaled_eps <= std::numeric_limits<double>::max() &&
-                                     (scaled_eps >= std::numeric_limits<double>::min() || var > 0));
+  const bool in_range = scaled_eps <= std::numeric_limits<double>::max() &&
+                        (scaled_eps >= std::numeric_limits<double>::min() || var > 0);
   if (in_range) {
-    const double r = 1 / std::sqrt(eps == 0 ? var : var + scaled_eps);
+    const double r = 1 / std::sqrt(var + scaled_eps);
     return {r, r * scale};
   }
   const double saved = 1 / std::sqrt(var / scale / scale + eps);
