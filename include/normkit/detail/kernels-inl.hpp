@@ -1043,6 +1043,7 @@ struct RmsNormForward {
     output<false>(a, x, a.y + i * a.y_stride, row, Columns{0, a.features}, nullptr);
     return true;
   }
+  /// Rows per group of short rows: RMSNorm waits once per group (see kWideGroupRows).
   template <std::size_t Vectors>
   static constexpr std::size_t kShortGroupRows = kGroupRows;
   template <std::size_t Vectors>
