@@ -454,7 +454,7 @@ void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNorm
 // Row by row, a 64-float LayerNorm row took 19 ns in L1 (AVX-512, ~60 cycles) for ~110
 // instructions: its statistics are one serial chain of ~170 cycles (adds, two horizontal sums,
 // divisions, a square root), and the reorder window holds only about three rows of it. Phase
-// by phase, each phase holds kGroupRows short independent chains and overlaps them; reloading
+// by phase, each phase holds a group's short independent chains and overlaps them; reloading
 // the row from L1 in each phase costs a load and two subtractions per vector (one since),
 // and the row takes 15.9 ns. The statistics then went from three horizontal sums, a division
 // and a square root per row to vectors of them for `lanes` rows at a time (Simd::sums,
@@ -544,13 +544,15 @@ NORMKIT_ALWAYS_INLINE void with_register_count(std::size_t n, F&& f) {
 
 /// γ and β (those wanted) for the outputs of a group of short rows, each row in Vectors
 /// registers. Each row's output loaded them again, 8 of a 64-float LayerNorm row's 18 vector
-/// loads on AVX-512: the stores to y may alias them, so the compiler could not keep them. Here
-/// they are loaded once per group and held in registers, on ISAs with 32 of them, where they
-/// leave four beside the row. Predicted +15–20% at 64 floats, were the loads what limits such a
-/// row; measured (one thread, AVX-512, floats, 4096 rows, standalone harness, best of six
+/// loads on AVX-512: for all the compiler knew, the stores to y could change them (the API
+/// rejects a y that overlaps them, which is what makes holding them safe). Here they are
+/// loaded once per group and held in registers, on ISAs with 32 of them, where they leave four
+/// beside the row. Predicted +15–20% at 64 floats, were the loads what limits such a row;
+/// measured (one thread, AVX-512, floats, 4096 rows, standalone harness, best of six
 /// alternated rounds): LayerNorm 64 floats 34.9 → 36.5 GiB/s, 96 40.4 → 42.5, 128 43.1 → 46.5,
 /// 144 44.1 → 46.9; RMSNorm 64 55.9 → 56.0, 96 61.1 → 63.8, 128 61.5 → 64.7, 192 and 224 ±0.
-/// So the loads were not the limit. Not held on AVX2: its 16 registers would spill.
+/// So the loads were not the limit. Not held on AVX2: its 16 registers would spill. NEON,
+/// doubles and 16-bit types follow the same register count unmeasured.
 template <std::size_t Vectors, bool Gamma, bool Beta, class A>
 struct ShortRowAffine {
   using S = Simd<A>;
@@ -602,10 +604,11 @@ bool fits_registers(std::size_t features) {
   return features <= kRegisterVectors * Simd<accum_t<T>>::lanes;
 }
 
-/// Rows per group: of the short-row phases, and at most of the general path below.
+/// Rows per group: of the short-row phases (but see kWideGroupRows), and at most of the
+/// general path below.
 inline constexpr std::size_t kGroupRows = 16;
 
-/// LayerNorm's short rows of up to kWideGroupBytes, their registers' worth of T, go by groups
+/// LayerNorm's short rows of up to kWideRowBytes, their registers' worth of T, go by groups
 /// of kWideGroupRows. A LayerNorm group waits twice on all its rows, for their centers and
 /// then for their statistics, and at 64 floats a row takes ~50 cycles, so those two waits on
 /// the sums' and statistics' latency weigh; twice the rows share them. Predicted +5–10% at 64
@@ -613,10 +616,11 @@ inline constexpr std::size_t kGroupRows = 16;
 /// AVX-512, floats, 4096 rows, standalone harness, best of six alternated rounds): 64 floats
 /// 36.4 → 39.3 GiB/s, 48 31.9 → 35.2, 32 24.8 → 27.8, 65536×64 (from DRAM) 33.9 → 36.4; on
 /// AVX2 64 floats 36.6 → 37.6, 32 27.7 → 30.2. With every short row in groups of 32, longer
-/// rows lost, their group no longer fitting L1 beside the output (256 floats 44.4 → 43.0,
-/// RMSNorm 64.7 → 53.6), and RMSNorm, which waits once, lost 3% on AVX2 at 64 floats.
+/// rows lost, their group no longer fitting L1 beside the output (256 floats: LayerNorm 44.4 →
+/// 43.0, RMSNorm 64.7 → 53.6), and RMSNorm, which waits once, lost 3% on AVX2 at 64 floats.
+/// NEON, doubles and 16-bit types take the same rule unmeasured.
 inline constexpr std::size_t kWideGroupRows = 32;
-inline constexpr std::size_t kWideGroupBytes = 256;
+inline constexpr std::size_t kWideRowBytes = 256;
 
 /// sums[k] = the horizontal sum of part[k] for the rows k < count, a vector of rows at a
 /// time (Simd::sums). Zeroes the parts past count up to a whole vector of rows.
@@ -665,6 +669,7 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
   using S = Simd<A>;
   using D = Simd<double>;
   using V = typename S::vec;
+  static_assert(Rows % S::lanes == 0 && Rows % D::lanes == 0, "row_totals and the statistics fill whole vectors");
   const std::size_t n = a.features;
   const double inv_n = 1 / static_cast<double>(n);
   A shift[Rows], sum_d[Rows], center[Rows], sum_e[Rows], sum_ee[Rows];
@@ -842,7 +847,7 @@ struct LayerNormForward {
   /// Rows per group of short rows in Vectors registers (see kWideGroupRows).
   template <std::size_t Vectors>
   static constexpr std::size_t kShortGroupRows =
-      Vectors * Simd<A>::lanes * sizeof(T) <= kWideGroupBytes ? kWideGroupRows : kGroupRows;
+      Vectors * Simd<A>::lanes * sizeof(T) <= kWideRowBytes ? kWideGroupRows : kGroupRows;
   template <std::size_t Vectors>
   static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
     constexpr std::size_t rows = kShortGroupRows<Vectors>;
@@ -967,21 +972,22 @@ struct ScaledOutput {
   }
 };
 
-/// RMSNorm of the short rows [first, first + count), count ≤ kGroupRows, each in Vectors
+/// RMSNorm of the short rows [first, first + count), count ≤ Rows, each in Vectors
 /// registers: every row's sum of squares, then r = 1/sqrt(mean(x²) + eps) in double a vector
 /// of rows at a time, then every output, from x again. Sets declined[k], writing nothing for
 /// that row, when the mean square is out of A's comfortable range (or NaN/Inf): the general
 /// path rescales. Reads ahead and streams as layer_norm_short_rows.
-template <std::size_t Vectors, bool Gamma, class T, class A>
+template <std::size_t Vectors, std::size_t Rows, bool Gamma, class T, class A>
 void rms_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
   // A local copy, as in layer_norm_short_rows.
   const ForwardRows<T> a = rows;
   using S = Simd<A>;
   using D = Simd<double>;
   using V = typename S::vec;
-  A sum_xx[kGroupRows];
-  double ms[kGroupRows], rstd[kGroupRows];
-  V part[kGroupRows];
+  static_assert(Rows % S::lanes == 0 && Rows % D::lanes == 0, "row_totals and the statistics fill whole vectors");
+  A sum_xx[Rows];
+  double ms[Rows], rstd[Rows];
+  V part[Rows];
   for (std::size_t k = 0; k < count; ++k) {
     const RegisterRow<Vectors, T, A> row(a.x + (first + k) * a.x_stride, a.features);
     V even = S::mul(row.d[0], row.d[0]), odd = S::zero();
@@ -1002,7 +1008,7 @@ void rms_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::siz
   const auto outputs = [&](auto stream, const ForwardRows<T> args) {
     const ShortRowAffine<Vectors, Gamma, false, A> affine(args.gamma, nullptr, args.features);
     for (std::size_t k = 0; k < count; ++k) {
-      prefetch_row(args, first + kGroupRows + k, end);
+      prefetch_row(args, first + Rows + k, end);
       declined[k] = !comfortable_variance<A>(ms[k]);
       if (declined[k]) continue;
       const A r = static_cast<A>(rstd[k]);
@@ -1048,8 +1054,9 @@ struct RmsNormForward {
   static constexpr std::size_t kShortGroupRows = kGroupRows;
   template <std::size_t Vectors>
   static void short_rows(const ForwardRows<T>& a, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
-    if (a.gamma != nullptr) rms_norm_short_rows<Vectors, true, T, A>(a, first, count, declined, end);
-    else rms_norm_short_rows<Vectors, false, T, A>(a, first, count, declined, end);
+    constexpr std::size_t rows = kShortGroupRows<Vectors>;
+    if (a.gamma != nullptr) rms_norm_short_rows<Vectors, rows, true, T, A>(a, first, count, declined, end);
+    else rms_norm_short_rows<Vectors, rows, false, T, A>(a, first, count, declined, end);
   }
 };
 

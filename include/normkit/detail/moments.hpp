@@ -66,8 +66,8 @@ struct Rstd {
 };
 
 /// 1 / sqrt(var + eps·scale²) for a row multiplied by `scale` (a power of two, see row_scale),
-/// var being the variance of the scaled row, and that times scale for the row itself: +Inf for
-/// a constant row with eps = 0, which the second branch below takes.
+/// var (+0 or more, or NaN) being the variance of the scaled row, and that times scale for the
+/// row itself: +Inf for a constant row with eps = 0, which the second branch below takes.
 /// Double rows are scaled by up to 2^±971, and eps·scale² then overflowed for rows below
 /// ~1e-157 (eps = 1e-5), whose rstd came out 0, and underflowed for long constant rows above
 /// ~1e151, whose rstd came out inexact and from ~1e159 +Inf, where both are 1/sqrt(eps). Where
