@@ -21,9 +21,13 @@ normkit::LayerNormOptions options(double eps, bool affine = true, bool bias = tr
 }  // namespace
 
 TEST_CASE("LayerNorm forward matches the reference at every size", "[layer_norm][forward]") {
+  // With γ and β, γ only, and neither: each its own kernel, holding γ and β in registers up to
+  // its own row size.
   for_each_type([]<class T>() {
     for (const std::size_t features : test_sizes()) {
       check_forward_against_reference(LayerNorm<T>(features), rows_for(features));
+      check_forward_against_reference(LayerNorm<T>(features, options(1e-5, true, false)), rows_for(features));
+      check_forward_against_reference(LayerNorm<T>(features, options(1e-5, false)), rows_for(features));
     }
   });
 }
