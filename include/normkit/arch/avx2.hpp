@@ -87,6 +87,7 @@ struct Simd<float> {
   // for one. Reading v in an interleaved order puts sum i in lane i.
   static vec sums(const vec* v) {
     vec half[4];
+    NORMKIT_UNROLL
     for (std::size_t i = 0; i < 4; ++i) {
       const vec a = v[i], b = v[i + 4];
       half[i] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));

@@ -68,14 +68,17 @@ struct Simd<float> {
   static vec sums(const vec* v) {
     vec half[8], quarter[4], eighth[2];
     const auto in = [v](std::size_t s) { return v[(s % 4) * 4 + s / 4]; };
+    NORMKIT_UNROLL
     for (std::size_t i = 0; i < 8; ++i) {
       const vec a = in(2 * i), b = in(2 * i + 1);
       half[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
     }
+    NORMKIT_UNROLL
     for (std::size_t i = 0; i < 4; ++i) {
       const vec a = half[2 * i], b = half[2 * i + 1];
       quarter[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd));
     }
+    NORMKIT_UNROLL
     for (std::size_t i = 0; i < 2; ++i) {
       const vec a = quarter[2 * i], b = quarter[2 * i + 1];
       eighth[i] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
@@ -145,10 +148,12 @@ struct Simd<double> {
   static vec sums(const vec* v) {
     vec half[4], quarter[2];
     const auto in = [v](std::size_t s) { return v[(s % 4) * 2 + s / 4]; };
+    NORMKIT_UNROLL
     for (std::size_t i = 0; i < 4; ++i) {
       const vec a = in(2 * i), b = in(2 * i + 1);
       half[i] = _mm512_add_pd(_mm512_shuffle_f64x2(a, b, 0x44), _mm512_shuffle_f64x2(a, b, 0xee));
     }
+    NORMKIT_UNROLL
     for (std::size_t i = 0; i < 2; ++i) {
       const vec a = half[2 * i], b = half[2 * i + 1];
       quarter[i] = _mm512_add_pd(_mm512_shuffle_f64x2(a, b, 0x88), _mm512_shuffle_f64x2(a, b, 0xdd));
