@@ -658,17 +658,20 @@ NORMKIT_ALWAYS_INLINE Simd<double>::vec rstd_lanes(Simd<double>::vec var, double
   return D::div(D::set(1), D::sqrt(D::add(var, D::set(eps))));
 }
 
-/// Prefetches every line of x's row i, if i < end. The short-row kernels read a group ahead
-/// this way while they write, as the general path does (see write_row): from DRAM, the
-/// hardware prefetcher alone left the reads idle during the output phase. Measured
-/// (one thread, AVX-512, float, normal stores): LayerNorm forward 16384×256 28 → 36 GiB/s,
-/// 32768×192 27 → 32; no change in cache (4096×64, 4096×256). Those figures are from prefetches
-/// into L1 on Zen 5; into L2 (see NORMKIT_PREFETCH), RMSNorm 4096×64 lost 9% on Zen 4.
+/// Prefetches every line of x's row i into L1, if i < end. The short-row kernels read a group
+/// ahead this way while they write, as the general path does (see write_row): from DRAM, the
+/// hardware prefetcher alone left the reads idle during the output phase. Measured (one
+/// thread, AVX-512, float, normal stores, Zen 5): LayerNorm forward 16384×256 28 → 36 GiB/s,
+/// 32768×192 27 → 32; no change in cache (4096×64, 4096×256). Into L2 (see NORMKIT_PREFETCH),
+/// RMSNorm 4096×64 had lost 9% on Zen 4, and on a Xeon (standalone harness, best of four
+/// alternated rounds), into L2 → into L1: LayerNorm 65536×64 19.4 → 22.8 GiB/s, 4096×64 39.6 →
+/// 42.2, RMSNorm 4096×64 45.3 → 51.5, 65536×64 20.3 → 23.4. A second group further ahead lost
+/// (LayerNorm 65536×64 22.9 → 17.8).
 template <class T>
 NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, std::size_t end) {
   if (i >= end) return;
   const char* row = reinterpret_cast<const char*>(a.x + i * a.x_stride);
-  for (std::size_t at = 0; at < a.features * sizeof(T); at += kLineBytes) NORMKIT_PREFETCH(row + at);
+  for (std::size_t at = 0; at < a.features * sizeof(T); at += kLineBytes) NORMKIT_PREFETCH_L1(row + at);
 }
 
 /// LayerNorm of the short rows [first, first + count), count ≤ Rows, each in Vectors

@@ -100,3 +100,11 @@
 #else
 #define NORMKIT_PREFETCH(p) ((void)(p))
 #endif
+
+// A hint to bring the cache line holding p into L1 (locality 3: prefetcht0, PLDL1KEEP), for the
+// short-row kernels' next group: a few KiB, which its first phase then reads all at once.
+#if defined(__GNUC__) || defined(__clang__)
+#define NORMKIT_PREFETCH_L1(p) __builtin_prefetch(p, 0, 3)
+#else
+#define NORMKIT_PREFETCH_L1(p) ((void)(p))
+#endif
