@@ -10,11 +10,11 @@
 // - Rows are read in chunks of kChunkVectors vectors. Within a chunk each lane accumulates in
 //   A; chunks are combined in double. A lane thus adds at most 64 terms in A, however long the
 //   row (65537 in the tests).
-// - LayerNorm statistics are Welford-style per lane: each block of kBlock vectors is reduced
-//   exactly by two passes over registers, then merged into the running lane moments with
-//   Chan's formula (block weights from a table, no division in the loop). The values are
-//   shifted by the row's first element first, so rows like 2000 + N(0,1) are accumulated as
-//   N(0,1)-sized numbers and the mean is recovered as a hi/lo pair.
+// - LayerNorm statistics are Welford-style per lane: each block of kBlock vectors (a row's last
+//   possibly kHalfBlock) is reduced exactly by two passes over registers, then merged into the
+//   running lane moments with Chan's formula (block weights from a table, no division in the
+//   loop). The values are shifted by the row's first element first, so rows like 2000 + N(0,1)
+//   are accumulated as N(0,1)-sized numbers and the mean is recovered as a hi/lo pair.
 
 #ifndef NORMKIT_KERNEL_NS
 #error "detail/kernels-inl.hpp is included by detail/dispatch.hpp only"
@@ -22,25 +22,35 @@
 
 namespace normkit::detail::NORMKIT_KERNEL_NS {
 
-// kBlock = 8 vectors per lane update. A block costs 8 shifts (a sub, or an FMA when the row
-// is rescaled), 8 adds (sum), 8 subs and 8 FMAs (squared deviations) and 6 ops to merge:
-// 4.75 ops per vector against 6.25 with blocks of 4, and the serial part (the running mean's
-// sub + FMA, 3 + 4 cycles of latency on Zen 4 and Skylake) stays far below the ~19 cycles the
-// block's 38 ops need on two pipes.
-inline constexpr std::size_t kBlock = 8;
-inline constexpr std::size_t kChunkBlocks = 8;
-inline constexpr std::size_t kChunkVectors = kBlock * kChunkBlocks;
+// kBlock = 16 vectors per lane update. A block costs 16 shifts (a sub, or an FMA when the row
+// is rescaled), 16 adds (sum), 16 subs and 16 FMAs (squared deviations) and 6 ops to merge:
+// 4.4 ops per vector, against 4.75 with blocks of 8 and 6.25 with blocks of 4. The serial
+// part (the running mean's sub + FMA, 3 + 4 cycles of latency on Zen 4 and Skylake) stays far
+// below the ~35 cycles the block's 70 ops need on two pipes. On a Xeon whose 512-bit adds and
+// FMAs issue at 2.6 G/s, one port's worth, these ops bound a long row's statistics pass:
+// removing the Welford updates (wrong results) gained LayerNorm forward 4%, and blocks of 8 →
+// 16, predicted +3% at 1024×4096 floats from the ops' share of the row, measured in
+// normkit_bench (one thread, AVX-512, floats, five alternated runs, best and median) 1024×4096
+// 19.9 → 20.5 and 19.4 → 20.2 GiB/s, 256×16384 20.1 → 21.1 and 19.3 → 20.8, against a copy
+// at 25; 4096×768 22.6 → 22.2 and 20.8 → 22.0. AVX2, whose 16 registers a block then fills,
+// moved by under 1%. A row's last 8 to 15 vectors go as one block of 8 (kHalfBlock): as a
+// tail, two passes of one chain each, they had cost 4096×500 floats 6%.
+inline constexpr std::size_t kBlock = 16;
+inline constexpr std::size_t kHalfBlock = kBlock / 2;
+inline constexpr std::size_t kChunkVectors = 64;
+static_assert(kChunkVectors % kBlock == 0, "a chunk holds whole blocks");
 
-/// Chan's weights for merging block b + 1 (kBlock values per lane) into the b blocks before it:
-/// the mean moves by delta / (b + 1), and M2 gains delta² · kBlock · b / (b + 1).
-template <class A>
+/// Chan's weights for merging block b + 1 (Block values per lane) into the b blocks before it:
+/// the mean moves by delta / (b + 1), and M2 gains delta² · Block · b / (b + 1).
+template <class A, std::size_t Block>
 struct BlockWeights {
-  A mean[kChunkBlocks];
-  A m2[kChunkBlocks];
+  static constexpr std::size_t blocks = kChunkVectors / Block;  // per chunk
+  A mean[blocks];
+  A m2[blocks];
   constexpr BlockWeights() : mean(), m2() {
-    for (std::size_t b = 0; b < kChunkBlocks; ++b) {
+    for (std::size_t b = 0; b < blocks; ++b) {
       mean[b] = A(1) / static_cast<A>(b + 1);
-      m2[b] = static_cast<A>(kBlock * b) / static_cast<A>(b + 1);
+      m2[b] = static_cast<A>(Block * b) / static_cast<A>(b + 1);
     }
   }
 };
@@ -72,7 +82,7 @@ struct Shift {
   }
 };
 
-/// Moments of d = x·scale − shift over n (> 0, < kBlock·lanes) values: two passes from memory.
+/// Moments of d = x·scale − shift over n (> 0, < kHalfBlock·lanes) values: two passes from memory.
 template <class T, class A, class Shifter>
 Moments tail_moments(const T* x, std::size_t n, const Shifter& shift) {
   using S = Simd<A>;
@@ -115,49 +125,65 @@ NORMKIT_ALWAYS_INLINE void read_ahead(const T* p) {
   if constexpr (W * sizeof(T) > 32) NORMKIT_PREFETCH(p + W / 4);
 }
 
-/// Moments of d = x·scale − shift over a row of n values.
-template <class T, class A, class Shifter>
-Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift, const T* ahead = nullptr) {
+/// Moments of d = x·scale − shift over `blocks` (≤ BlockWeights::blocks) blocks of Block
+/// vectors from x: each block reduced exactly by two passes over registers, then merged into
+/// the lanes' running moments with Chan's formula. Reads ahead into `ahead` (see write_row).
+template <std::size_t Block, class T, class A, class Shifter>
+NORMKIT_ALWAYS_INLINE Moments block_moments(const T* x, std::size_t blocks, const Shifter& shift, const T* ahead) {
   using S = Simd<A>;
   using V = typename S::vec;
-  constexpr std::size_t W = S::lanes, step = kBlock * W;
-  static constexpr BlockWeights<A> weights{};
-  const V inv_block = S::set(A(1) / A(kBlock));
+  constexpr std::size_t W = S::lanes;
+  static constexpr BlockWeights<A, Block> weights{};
+  const V inv_block = S::set(A(1) / A(Block));
+  V mean = S::zero(), m2 = S::zero();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t j = b * Block * W;
+    V d[Block];
+    NORMKIT_UNROLL
+    for (std::size_t k = 0; k < Block; ++k) d[k] = shift(S::load(x + j + k * W));
+    if (ahead != nullptr) {
+      NORMKIT_UNROLL
+      for (std::size_t k = 0; k < Block; k += 2) read_ahead<A>(ahead + (j + k * W) / 2);
+    }
+    V even = d[0], odd = d[1];  // two chains halve the sum's latency
+    NORMKIT_UNROLL
+    for (std::size_t k = 2; k < Block; k += 2) {
+      even = S::add(even, d[k]);
+      odd = S::add(odd, d[k + 1]);
+    }
+    const V block_mean = S::mul(S::add(even, odd), inv_block);
+    V e = S::sub(d[0], block_mean), f = S::sub(d[1], block_mean);
+    even = S::mul(e, e);
+    odd = S::mul(f, f);
+    NORMKIT_UNROLL
+    for (std::size_t k = 2; k < Block; k += 2) {
+      e = S::sub(d[k], block_mean);
+      f = S::sub(d[k + 1], block_mean);
+      even = S::mul_add(e, e, even);
+      odd = S::mul_add(f, f, odd);
+    }
+    const V delta = S::sub(block_mean, mean);
+    mean = S::mul_add(delta, S::set(weights.mean[b]), mean);
+    m2 = S::add(m2, S::mul_add(S::mul(delta, delta), S::set(weights.m2[b]), S::add(even, odd)));
+  }
+  return merge_lanes<A>(mean, m2, blocks * Block);
+}
+
+/// Moments of d = x·scale − shift over a row of n values: chunks of blocks of kBlock vectors,
+/// then at most one of kHalfBlock, then the tail.
+template <class T, class A, class Shifter>
+Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift, const T* ahead = nullptr) {
+  constexpr std::size_t W = Simd<A>::lanes, step = kBlock * W, chunk_blocks = kChunkVectors / kBlock;
   Moments total;
   std::size_t j = 0;
   while (n - j >= step) {
-    const std::size_t blocks = (n - j) / step < kChunkBlocks ? (n - j) / step : kChunkBlocks;
-    V mean = S::zero(), m2 = S::zero();
-    for (std::size_t b = 0; b < blocks; ++b, j += step) {
-      V d[kBlock];
-      NORMKIT_UNROLL
-      for (std::size_t k = 0; k < kBlock; ++k) d[k] = shift(S::load(x + j + k * W));
-      if (ahead != nullptr) {
-        NORMKIT_UNROLL
-        for (std::size_t k = 0; k < kBlock; k += 2) read_ahead<A>(ahead + (j + k * W) / 2);
-      }
-      V even = d[0], odd = d[1];  // two chains halve the sum's latency
-      NORMKIT_UNROLL
-      for (std::size_t k = 2; k < kBlock; k += 2) {
-        even = S::add(even, d[k]);
-        odd = S::add(odd, d[k + 1]);
-      }
-      const V block_mean = S::mul(S::add(even, odd), inv_block);
-      V e = S::sub(d[0], block_mean), f = S::sub(d[1], block_mean);
-      even = S::mul(e, e);
-      odd = S::mul(f, f);
-      NORMKIT_UNROLL
-      for (std::size_t k = 2; k < kBlock; k += 2) {
-        e = S::sub(d[k], block_mean);
-        f = S::sub(d[k + 1], block_mean);
-        even = S::mul_add(e, e, even);
-        odd = S::mul_add(f, f, odd);
-      }
-      const V delta = S::sub(block_mean, mean);
-      mean = S::mul_add(delta, S::set(weights.mean[b]), mean);
-      m2 = S::add(m2, S::mul_add(S::mul(delta, delta), S::set(weights.m2[b]), S::add(even, odd)));
-    }
-    total = merge(total, merge_lanes<A>(mean, m2, blocks * kBlock));
+    const std::size_t blocks = (n - j) / step < chunk_blocks ? (n - j) / step : chunk_blocks;
+    total = merge(total, block_moments<kBlock, T, A>(x + j, blocks, shift, ahead != nullptr ? ahead + j / 2 : nullptr));
+    j += blocks * step;
+  }
+  if (n - j >= kHalfBlock * W) {
+    total = merge(total, block_moments<kHalfBlock, T, A>(x + j, 1, shift, ahead != nullptr ? ahead + j / 2 : nullptr));
+    j += kHalfBlock * W;
   }
   if (j < n) total = merge(total, tail_moments<T, A>(x + j, n - j, shift));
   return total;
