@@ -10,11 +10,12 @@
 // - Rows are read in chunks of kChunkVectors vectors. Within a chunk each lane accumulates in
 //   A; chunks are combined in double. A lane thus adds at most 64 terms in A, however long the
 //   row (65537 in the tests).
-// - LayerNorm statistics are Welford-style per lane: each block of kBlock vectors (a row's last
-//   possibly kHalfBlock) is reduced exactly by two passes over registers, then merged into the
-//   running lane moments with Chan's formula (block weights from a table, no division in the
-//   loop). The values are shifted by the row's first element first, so rows like 2000 + N(0,1)
-//   are accumulated as N(0,1)-sized numbers and the mean is recovered as a hi/lo pair.
+// - LayerNorm statistics are Welford-style per lane: each block of kBlock vectors (or, where 8
+//   to 15 vectors remain, one of kHalfBlock) is reduced exactly by two passes over registers,
+//   then merged into the running lane moments with Chan's formula (block weights from a table,
+//   no division in the loop). The values are shifted by the row's first element first, so rows
+//   like 2000 + N(0,1) are accumulated as N(0,1)-sized numbers and the mean is recovered as a
+//   hi/lo pair.
 
 #ifndef NORMKIT_KERNEL_NS
 #error "detail/kernels-inl.hpp is included by detail/dispatch.hpp only"
@@ -24,17 +25,16 @@ namespace normkit::detail::NORMKIT_KERNEL_NS {
 
 // kBlock = 16 vectors per lane update. A block costs 16 shifts (a sub, or an FMA when the row
 // is rescaled), 16 adds (sum), 16 subs and 16 FMAs (squared deviations) and 6 ops to merge:
-// 4.4 ops per vector, against 4.75 with blocks of 8 and 6.25 with blocks of 4. The serial
-// part (the running mean's sub + FMA, 3 + 4 cycles of latency on Zen 4 and Skylake) stays far
-// below the ~35 cycles the block's 70 ops need on two pipes. On a Xeon whose 512-bit adds and
-// FMAs issue at 2.6 G/s, one port's worth, these ops bound a long row's statistics pass:
-// removing the Welford updates (wrong results) gained LayerNorm forward 4%, and blocks of 8 →
-// 16, predicted +3% at 1024×4096 floats from the ops' share of the row, measured in
-// normkit_bench (one thread, AVX-512, floats, five alternated runs, best and median) 1024×4096
-// 19.9 → 20.5 and 19.4 → 20.2 GiB/s, 256×16384 20.1 → 21.1 and 19.3 → 20.8, against a copy
-// at 25; 4096×768 22.6 → 22.2 and 20.8 → 22.0. AVX2, whose 16 registers a block then fills,
-// moved by under 1%. A row's last 8 to 15 vectors go as one block of 8 (kHalfBlock): as a
-// tail, two passes of one chain each, they had cost 4096×500 floats 6%.
+// 4.4 ops per vector, against 4.75 with blocks of 8 and 5.5 with blocks of 4. The serial part
+// (the running mean's sub + FMA, 3 + 4 cycles of latency on Zen 4 and Skylake) stays far below
+// the ~35 cycles the block's 70 ops need on two pipes. On a Xeon whose 512-bit adds and FMAs
+// issue at 2.6 G/s, one port's worth, these ops bound a long row's statistics pass: blocks of
+// 8 → 16, predicted +3% at 1024×4096 floats, measured in normkit_bench (one thread, AVX-512,
+// floats, five alternated runs, best and median): 1024×4096 +3% and +4%, 256×16384 +5% and
+// +8%, 4096×768 −2% and +6%, against a copy at 25 GiB/s. On AVX2, where a block spills some of
+// its 16 registers, ±1%. Where 8 to 15 vectors remain after the blocks, 8 of them go as one
+// block (kHalfBlock): left to the tail, two passes of one chain each, they had cost 4096×500
+// floats 6%.
 inline constexpr std::size_t kBlock = 16;
 inline constexpr std::size_t kHalfBlock = kBlock / 2;
 inline constexpr std::size_t kChunkVectors = 64;
@@ -127,7 +127,8 @@ NORMKIT_ALWAYS_INLINE void read_ahead(const T* p) {
 
 /// Moments of d = x·scale − shift over `blocks` (≤ BlockWeights::blocks) blocks of Block
 /// vectors from x: each block reduced exactly by two passes over registers, then merged into
-/// the lanes' running moments with Chan's formula. Reads ahead into `ahead` (see write_row).
+/// the lanes' running moments with Chan's formula. Reads ahead into `ahead`, unless nullptr
+/// (see write_row).
 template <std::size_t Block, class T, class A, class Shifter>
 NORMKIT_ALWAYS_INLINE Moments block_moments(const T* x, std::size_t blocks, const Shifter& shift, const T* ahead) {
   using S = Simd<A>;
