@@ -174,7 +174,7 @@ NORMKIT_ALWAYS_INLINE Moments block_moments(const T* x, std::size_t blocks, cons
 /// then at most one of kHalfBlock, then the tail.
 template <class T, class A, class Shifter>
 Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift, const T* ahead = nullptr) {
-  constexpr std::size_t W = Simd<A>::lanes, step = kBlock * W, chunk_blocks = kChunkVectors / kBlock;
+  constexpr std::size_t W = Simd<A>::lanes, step = kBlock * W, chunk_blocks = BlockWeights<A, kBlock>::blocks;
   Moments total;
   std::size_t j = 0;
   // The point of the next row that column j reads ahead into: its first half (see write_row).
@@ -715,14 +715,17 @@ NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, 
 /// at a time: the centers in A, lo, var and rstd in double, rounded to A for the outputs before the
 /// output phase, which then only broadcasts them. Row by row, at 64 floats the horizontal sums had
 /// taken ~18% of the time and the scalar double arithmetic ~20% (perf annotate, Zen 4). On a Xeon
-/// that runs 2.6 G 512-bit FMAs per second against 7.0 G 256-bit ones (one port's worth), which
-/// bounds these rows, the kernel then ran at 27 GiB/s (4096×64 floats) where a minimal kernel of
+/// that runs 2.6 G 512-bit FMAs per second against 7.0 G 256-bit ones (one port's worth), the
+/// kernel then ran at 27 GiB/s (4096×64 floats) where a minimal kernel of
 /// the same phases ran at 42–45; so every phase now runs over the whole group, a count known at
 /// compile time (see each_row), and the centers and the rounded statistics are computed once per
 /// group, a vector of rows at a time, not per row. Predicted +30% at 64 floats; measured (one
 /// thread, AVX-512, floats, standalone harness, best of four alternated rounds) 4096×64 27.8 → 39.6
 /// GiB/s against a copy at 63, 16384×64 19.0 → 24.2, 4096×128 22.5 → 27.1, 4096×256 21.9 → 22.6,
-/// 65536×64 (from memory) 18.7 → 19.4.
+/// 65536×64 (from memory) 18.7 → 19.4. What bounds these rows now is not known, but it is not
+/// their arithmetic: taking out the output's subtraction, its γ/β FMA or the statistics'
+/// division and square root each moved 4096×64 by 3% or less, and the minimal kernel of these
+/// phases ran within 5% of this one.
 template <std::size_t Vectors, std::size_t Rows, bool Gamma, bool Beta, class T, class A>
 void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
   // From `rows` itself GCC reloaded every field after each row's stores; from a local copy it
