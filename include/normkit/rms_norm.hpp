@@ -97,10 +97,12 @@ class RMSNorm {
       detail::check_disjoint(fn, "rstd", rstd.first(rows), "x", x);
       detail::check_disjoint(fn, "rstd", rstd.first(rows), "y", y);
     }
-    const bool stream = detail::should_stream(y.size_bytes(), y.data() == x.data() ? 1 : 2);
+    const std::size_t arrays = y.data() == x.data() ? 1 : 2;
+    const bool stream = detail::should_stream(y.size_bytes(), arrays);
     const detail::ForwardRows<T> args{x.data(), features_, y.data(), features_, features_,
                                       gamma_.empty() ? nullptr : gamma_.data(), nullptr, nullptr,
-                                      training ? rstd.data() : nullptr, options_.eps, stream};
+                                      training ? rstd.data() : nullptr, options_.eps, stream,
+                                      detail::fits_cache(y.size_bytes(), arrays)};
     detail::forward_rows<detail::norm_kind::rms>(args, rows);
   }
 

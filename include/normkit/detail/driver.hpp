@@ -18,6 +18,12 @@ enum class norm_kind { layer, rms };
 /// pairwise, so 65536 rows cost 64 + log2(1024) roundings per gradient value, not 65536.
 inline constexpr std::size_t kGradBlockRows = 64;
 
+/// The byte count in the environment variable `name`, or `fallback` where it is unset or empty.
+inline std::size_t bytes_from_environment(const char* name, std::size_t fallback) noexcept {
+  const char* text = std::getenv(name);
+  return text != nullptr && *text != '\0' ? static_cast<std::size_t>(std::strtoull(text, nullptr, 10)) : fallback;
+}
+
 /// A pass whose arrays together take at least this many bytes writes its output with
 /// non-temporal stores. Its input and output then no longer fit a last-level cache of that
 /// size together, so a next kernel reading the output from its start would find the start
@@ -32,11 +38,7 @@ inline constexpr std::size_t kGradBlockRows = 64;
 /// 1024×4096 15.6 → 20.5. LayerNorm forward loses up to 9% where the input and the output
 /// fill the cache only just, with rows of 768 floats (6144×768 33.5 → 30.6).
 inline std::size_t stream_min_bytes() noexcept {
-  static const std::size_t bytes = [] {
-    const char* text = std::getenv("NORMKIT_STREAM_MIN_BYTES");
-    return text != nullptr && *text != '\0' ? static_cast<std::size_t>(std::strtoull(text, nullptr, 10))
-                                            : std::size_t{32} << 20;
-  }();
+  static const std::size_t bytes = bytes_from_environment("NORMKIT_STREAM_MIN_BYTES", std::size_t{32} << 20);
   return bytes;
 }
 
@@ -44,6 +46,15 @@ inline std::size_t stream_min_bytes() noexcept {
 /// stream_min_bytes). An array updated in place counts once.
 inline bool should_stream(std::size_t array_bytes, std::size_t arrays) noexcept {
   return array_bytes * arrays >= stream_min_bytes();
+}
+
+/// Whether a forward pass over `arrays` distinct arrays of `array_bytes` each leaves most of the
+/// last-level cache free, as the cache size that stream_min_bytes assumes: at most half of it,
+/// or NORMKIT_GROUP_MAX_BYTES. Its rows then go by larger groups (see kCachedGroupBytes), which
+/// gained up to 16 MiB of x and y on a Zen 5 with a 32 MiB cache and lost from 20 MiB on.
+inline bool fits_cache(std::size_t array_bytes, std::size_t arrays) noexcept {
+  static const std::size_t max_bytes = bytes_from_environment("NORMKIT_GROUP_MAX_BYTES", stream_min_bytes() / 2);
+  return array_bytes * arrays <= max_bytes;
 }
 
 /// How many distinct arrays a backward pass touches: dx may be dy or x, updated in place, and
