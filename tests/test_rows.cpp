@@ -1,6 +1,7 @@
 // Rows never interact, in-place calls equal out-of-place ones bitwise, and an empty batch is a no-op.
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <span>
 #include <vector>
 
@@ -118,6 +119,18 @@ TEST_CASE("an array updated in place counts once toward the streaming threshold"
   const std::size_t half = threshold / 2 + threshold % 2;
   CHECK(normkit::detail::should_stream(half, 2));
   CHECK(normkit::detail::should_stream(half, 1) == (threshold <= 1));
+}
+
+TEST_CASE("forward rows go by the larger groups up to half the streaming threshold", "[rows]") {
+  // With NORMKIT_GROUP_MAX_BYTES unset the limit is half of stream_min_bytes(), inclusive; the
+  // normkit.single_rows test sets it to 0, where only an empty pass fits.
+  const char* set = std::getenv("NORMKIT_GROUP_MAX_BYTES");
+  const std::size_t limit = set != nullptr && *set != '\0' ? std::strtoull(set, nullptr, 10)
+                                                            : normkit::detail::stream_min_bytes() / 2;
+  CHECK(normkit::detail::fits_cache(limit, 1));
+  CHECK_FALSE(normkit::detail::fits_cache(limit + 1, 1));
+  CHECK(normkit::detail::fits_cache(limit / 2, 2));
+  CHECK_FALSE(normkit::detail::fits_cache(limit / 2 + 1, 2));
 }
 
 TEST_CASE("an empty batch is valid and changes nothing", "[rows]") {

@@ -820,7 +820,8 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
   else outputs(std::false_type{}, a);
 }
 
-/// Longer rows are normalized in groups of up to kGroupRows rows and kGroupBytes of input:
+/// Longer rows are normalized in groups of up to kGroupRows rows and kGroupBytes of input
+/// (kCachedGroupBytes where the pass fits the cache with room to spare):
 /// first the statistics of every row, then every output, and each pass reads ahead into the
 /// row a group further on. A row's statistics end in a serial chain (horizontal sums, a
 /// division, a square root); issued back to back, the chains of several rows overlap in the
@@ -847,7 +848,8 @@ inline constexpr std::size_t kGroupBytes = 2048;
 /// 32×768 −11%, 32×1024 −10%, 2048×768 −6%, 2730×768 −6 to +2%. 6, 16 and 24 KiB were no
 /// better. Past half the cache the groups lose: 3413×768 (20 MiB) LayerNorm +6 to +33%, and at
 /// 4096×768 (24 MiB) LayerNorm +12%, RMSNorm +40%, as the 2 KiB groups above found, which is
-/// why the threshold is a fraction of the cache (see fits_cache).
+/// why the threshold is a fraction of the cache (see fits_cache). A group, what it reads ahead
+/// and its output lines take ~36 KiB of a 48 KiB L1 here; not measured with a 32 KiB L1 (Zen 4).
 inline constexpr std::size_t kCachedGroupBytes = 12 * 1024;
 
 /// Long LayerNorm rows with γ and β, of kPairMinRowBytes in A (4096 floats, 2048 doubles) and

@@ -23,7 +23,7 @@ struct ForwardRows {
   A* rstd;         // nullptr: not saved
   double eps;
   bool stream;     // y bypasses the cache (see should_stream)
-  bool in_cache;   // x and y leave most of the last-level cache free (see fits_cache)
+  bool in_cache;   // x and y leave at least half the last-level cache free (see fits_cache)
 };
 
 template <class T>
