@@ -1,7 +1,6 @@
 // Rows never interact, in-place calls equal out-of-place ones bitwise, and an empty batch is a no-op.
 #include <algorithm>
 #include <cstddef>
-#include <cstdlib>
 #include <span>
 #include <vector>
 
@@ -124,9 +123,8 @@ TEST_CASE("an array updated in place counts once toward the streaming threshold"
 TEST_CASE("forward rows go by the larger groups up to half the streaming threshold", "[rows]") {
   // With NORMKIT_GROUP_MAX_BYTES unset the limit is half of stream_min_bytes(), inclusive; the
   // normkit.single_rows test sets it to 0, where only an empty pass fits.
-  const char* set = std::getenv("NORMKIT_GROUP_MAX_BYTES");
-  const std::size_t limit = set != nullptr && *set != '\0' ? std::strtoull(set, nullptr, 10)
-                                                            : normkit::detail::stream_min_bytes() / 2;
+  const std::size_t limit =
+      normkit::detail::bytes_from_environment("NORMKIT_GROUP_MAX_BYTES", normkit::detail::stream_min_bytes() / 2);
   CHECK(normkit::detail::fits_cache(limit, 1));
   CHECK_FALSE(normkit::detail::fits_cache(limit + 1, 1));
   CHECK(normkit::detail::fits_cache(limit / 2, 2));
