@@ -1397,6 +1397,18 @@ struct BackwardTile {
   }
 };
 
+/// Whether tiles of several rows read ahead (see backward_tile and backward_in_tiles): not where
+/// a vector holds more than 32 bytes of T (AVX-512 with floats or doubles). On Zen 5 their
+/// prefetches cost more than they brought: without them, LayerNorm backward took 0.80–0.96 of
+/// the time at 1024×4096 floats, 0.90–0.93 at 256×16384 and 0.85–0.89 at 8192×4096, RMSNorm
+/// 0.80–0.92 (one thread, AVX-512, medians of 30 paired trials of the two builds, three runs);
+/// one prefetch per line instead of four moved nothing, and without the first passes' alone
+/// neither. AVX2 still gains from them there (8192×4096 and 256×16384 10–12% slower without),
+/// as AVX-512 had on Zen 4 (below). Single rows keep theirs: without, LayerNorm lost 2–5% at
+/// 768 floats.
+template <class A, class T>
+inline constexpr bool kTilesReadAhead = Simd<A>::lanes * sizeof(T) <= 32;
+
 /// Runs a BackwardTile over every column of its rows while reading ahead the second halves of
 /// the x of the `ahead_rows` rows after them, and in tiles of several rows their dy too (the
 /// first passes read ahead the first halves), so that memory keeps reading while this pass
@@ -1433,11 +1445,14 @@ void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCo
     ahead_dy[k] = a.dy + row * a.dy_stride + n / 2;
   }
   for (; j + W <= n; j += W) {
-    NORMKIT_UNROLL
-    for (std::size_t k = 0; k < Rows; ++k) read_ahead<A>(ahead[k] + j / 2);
-    if constexpr (Rows > 1) {
+    if constexpr (Rows == 1) {
+      read_ahead<A>(ahead[0] + j / 2);
+    } else if constexpr (kTilesReadAhead<A, T>) {
       NORMKIT_UNROLL
-      for (std::size_t k = 0; k < Rows; ++k) read_ahead<A>(ahead_dy[k] + j / 2);
+      for (std::size_t k = 0; k < Rows; ++k) {
+        read_ahead<A>(ahead[k] + j / 2);
+        read_ahead<A>(ahead_dy[k] + j / 2);
+      }
     }
     tile.template column<true, Stream && Dx>(j, W);
   }
@@ -1658,7 +1673,8 @@ void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t 
     for (; i + kTileRows <= end; i += kTileRows) {
       BackwardCoefficients<A> c[kTileRows];
       for (std::size_t k = 0; k < kTileRows; ++k) {
-        c[k] = Norm::coefficients(a, i + k, next_x(a, i + k + kTileRows, end), next_dy(a, i + k + kTileRows, end));
+        const std::size_t ahead = kTilesReadAhead<A, T> ? i + k + kTileRows : end;
+        c[k] = Norm::coefficients(a, i + k, next_x(a, ahead, end), next_dy(a, ahead, end));
       }
       const std::size_t next = i + kTileRows;
       backward_tile<kTileRows, kCentered, Gamma, Beta, Dx, Stream>(a, i, c, end - next < kTileRows ? end - next : kTileRows);
