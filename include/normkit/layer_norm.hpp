@@ -95,11 +95,12 @@ class LayerNorm {
       detail::check_disjoint(fn, "dx", dx, "mean", mean);
       detail::check_disjoint(fn, "dx", dx, "rstd", rstd);
     }
-    const bool stream = detail::should_stream(dx.size_bytes(), detail::backward_arrays(dy.data(), x.data(), dx.data()));
+    const std::size_t arrays = detail::backward_arrays(dy.data(), x.data(), dx.data());
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), mean.data(), rstd.data(),
-                                       nullptr, nullptr, stream};
+                                       nullptr, nullptr, detail::should_stream(dx.size_bytes(), arrays),
+                                       detail::fits_cache(x.size_bytes(), arrays)};
     detail::backward<detail::norm_kind::layer>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
                                                grad_beta_.empty() ? nullptr : grad_beta_.data(), workspace_);
   }

@@ -76,11 +76,12 @@ class RMSNorm {
       detail::check_in_place_or_disjoint(fn, "dx", dx, "x", x);
       detail::check_disjoint(fn, "dx", dx, "rstd", rstd);
     }
-    const bool stream = detail::should_stream(dx.size_bytes(), detail::backward_arrays(dy.data(), x.data(), dx.data()));
+    const std::size_t arrays = detail::backward_arrays(dy.data(), x.data(), dx.data());
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), nullptr, rstd.data(),
-                                       nullptr, nullptr, stream};
+                                       nullptr, nullptr, detail::should_stream(dx.size_bytes(), arrays),
+                                       detail::fits_cache(x.size_bytes(), arrays)};
     detail::backward<detail::norm_kind::rms>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
                                              nullptr, workspace_);
   }

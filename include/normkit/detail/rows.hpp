@@ -42,6 +42,7 @@ struct BackwardRows {
   A* grad_gamma;     // nullptr: not wanted; otherwise dy·x̂ of every row is added in
   A* grad_beta;      // nullptr: not wanted; otherwise dy of every row is added in
   bool stream;       // dx bypasses the cache (see should_stream)
+  bool in_cache;     // x, dy and dx leave at least half the last-level cache free (see fits_cache)
 };
 
 }  // namespace normkit::detail
