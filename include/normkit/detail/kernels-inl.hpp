@@ -1597,6 +1597,28 @@ struct ShortRowGradients {
   };
 };
 
+/// The lane sums Σg, Σg·x̃ and Σx̃ over a short row in registers, with x̃ = t·r, t = x − mean
+/// (x for RMSNorm), and g = dy·γ, which replaces dy in `g`.
+template <class A>
+struct LaneSums {
+  typename Simd<A>::vec g, gx, x;
+};
+
+template <std::size_t Vectors, bool Gamma, bool Beta, class T, class A>
+NORMKIT_ALWAYS_INLINE LaneSums<A> lane_sums(const RegisterRow<Vectors, T, A>& t, RegisterRow<Vectors, T, A>& g,
+                                            typename Simd<A>::vec r, const ShortRowGradients<Vectors, Gamma, Beta, A>& grads) {
+  using S = Simd<A>;
+  LaneSums<A> sums{S::zero(), S::zero(), S::zero()};
+  t.for_each([&](std::size_t k, auto full, std::size_t count) {
+    const typename S::vec xt = S::mul(t.d[k], r);
+    if constexpr (Gamma) g.d[k] = S::mul(g.d[k], grads.template gamma_at<full()>(k, count));
+    sums.g = S::add(sums.g, g.d[k]);
+    sums.gx = S::mul_add(g.d[k], xt, sums.gx);
+    sums.x = S::add(sums.x, xt);
+  });
+  return sums;
+}
+
 /// Backward of row i when it fits in Vectors registers: x and dy are read once, the sums and
 /// then dx come from the registers, and γ and the gradient partials from `grads`. Each
 /// element takes the general path's operations (x̃ = (x − mean)·r, x̂ = (x − mean)·r −
@@ -1619,24 +1641,17 @@ NORMKIT_ALWAYS_INLINE void backward_in_registers(const BackwardRows<T>& a, std::
   const A r = a.rstd[i];
   const V vr = S::set(r);
   if constexpr (Centered) t.subtract(S::set(a.mean[i]));
-  V sum_g = S::zero(), sum_gx = S::zero(), sum_x = S::zero();
-  t.for_each([&](std::size_t k, auto full, std::size_t count) {
-    const V xt = S::mul(t.d[k], vr);
-    if constexpr (Gamma) g.d[k] = S::mul(g.d[k], grads.template gamma_at<full()>(k, count));
-    sum_g = S::add(sum_g, g.d[k]);
-    sum_gx = S::mul_add(g.d[k], xt, sum_gx);
-    sum_x = S::add(sum_x, xt);
-  });
+  const LaneSums<A> sums = lane_sums(t, g, vr, grads);
   V neg_correction = S::zero(), neg_dx_xhat, neg_dx_const = S::zero();
   if constexpr (Centered) {
-    const double sums[3] = {static_cast<double>(S::sum(sum_g)), static_cast<double>(S::sum(sum_gx)),
-                            static_cast<double>(S::sum(sum_x))};
-    const LayerNormCoefficients c(sums, inv_n, static_cast<double>(r));
+    const double totals[3] = {static_cast<double>(S::sum(sums.g)), static_cast<double>(S::sum(sums.gx)),
+                              static_cast<double>(S::sum(sums.x))};
+    const LayerNormCoefficients c(totals, inv_n, static_cast<double>(r));
     neg_correction = S::set(static_cast<A>(-c.correction));
     neg_dx_xhat = S::set(static_cast<A>(-c.dx_xhat));
     neg_dx_const = S::set(static_cast<A>(-c.dx_const));
   } else {
-    neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sum_gx)) * inv_n));
+    neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sums.gx)) * inv_n));
   }
   T* dx = Dx ? a.dx + i * a.dx_stride : nullptr;
   t.for_each([&](std::size_t k, auto full, std::size_t count) {
@@ -1694,17 +1709,10 @@ NORMKIT_ALWAYS_INLINE void layer_norm_backward_group(const BackwardRows<T>& rows
     RegisterRow<Vectors, T, A> g(a.dy + i * a.dy_stride, n);
     const V vr = S::set(group.r[k]);
     t.subtract(S::set(group.mean[k]));
-    V sg = S::zero(), sgx = S::zero(), sx = S::zero();
-    t.for_each([&](std::size_t v, auto full, std::size_t lanes) {
-      const V xt = S::mul(t.d[v], vr);
-      if constexpr (Gamma) g.d[v] = S::mul(g.d[v], grads.template gamma_at<full()>(v, lanes));
-      sg = S::add(sg, g.d[v]);
-      sgx = S::mul_add(g.d[v], xt, sgx);
-      sx = S::add(sx, xt);
-    });
-    part_g[k] = sg;
-    part_gx[k] = sgx;
-    part_x[k] = sx;
+    const LaneSums<A> sums = lane_sums(t, g, vr, grads);
+    part_g[k] = sums.g;
+    part_gx[k] = sums.gx;
+    part_x[k] = sums.x;
   });
   row_totals(part_g, sum_g);
   row_totals(part_gx, sum_gx);
