@@ -1684,9 +1684,8 @@ struct BackwardGroup {
 /// phase by phase (+24%): +20% at 64 floats. Measured (Zen 5, AVX-512, floats, one thread,
 /// medians of 40–60 paired trials against row by row), time: 512×64 0.72–0.85, 2048×64
 /// 0.90–0.95, 4096×64 0.90–0.95, 8192×64 0.93–0.96, 1024×128 and 4096×128 0.92–0.96, 4096×256
-/// 0.73–0.88. From memory
-/// it lost (65536×64: 1.2–1.4), and so did RMSNorm's rows, whose single sum leaves a shorter
-/// chain (4096×64 1.10, 4096×128 1.06–1.09): those go row by row.
+/// 0.73–0.88. From memory it lost (65536×64: 1.2–1.4), and so did RMSNorm's rows, whose single
+/// sum leaves a shorter chain (4096×64 1.10, 4096×128 1.06–1.09): those go row by row.
 template <std::size_t Vectors, std::size_t Rows, bool Gamma, bool Beta, bool Dx, class T, class A>
 NORMKIT_ALWAYS_INLINE void layer_norm_backward_group(const BackwardRows<T>& rows, std::size_t first, std::size_t count,
                                                      ShortRowGradients<Vectors, Gamma, Beta, A>& grads) {
