@@ -99,11 +99,17 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return same_bits(std::span<const T>(a), std::span<const T>(b));
 }
 
+/// Rows [first, first + count) of a rows × features batch.
+template <class V>
+V rows_of(const V& batch, std::size_t first, std::size_t count, std::size_t features) {
+  return V(batch.begin() + static_cast<std::ptrdiff_t>(first * features),
+           batch.begin() + static_cast<std::ptrdiff_t>((first + count) * features));
+}
+
 /// Row i of a rows × features batch.
 template <class V>
 V row_of(const V& batch, std::size_t i, std::size_t features) {
-  return V(batch.begin() + static_cast<std::ptrdiff_t>(i * features),
-           batch.begin() + static_cast<std::ptrdiff_t>((i + 1) * features));
+  return rows_of(batch, i, 1, features);
 }
 
 /// Every row but `except` of a and b is bitwise the same.

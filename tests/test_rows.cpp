@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
-#include <type_traits>
 #include <vector>
 
 #include "support.hpp"
@@ -51,10 +50,7 @@ TEST_CASE("a batch of some rows gives bitwise those rows of a batch of 64", "[ro
       for (const Slice s : {Slice{0, 1}, Slice{17, 1}, Slice{63, 1}, Slice{0, 2}, Slice{0, 3}, Slice{0, 4}, Slice{0, 5},
                             Slice{0, 8}, Slice{0, 9}, Slice{0, 13}, Slice{0, 15}, Slice{0, 16}, Slice{0, 17}, Slice{3, 31}}) {
         CAPTURE(s.first, s.count);
-        const auto rows = [&](const auto& v, std::size_t width) {
-          const auto from = v.begin() + static_cast<std::ptrdiff_t>(s.first * width);
-          return std::remove_cvref_t<decltype(v)>(from, from + static_cast<std::ptrdiff_t>(s.count * width));
-        };
+        const auto rows = [&](const auto& v, std::size_t width) { return rows_of(v, s.first, s.count, width); };
         const auto xs = rows(x, features);
         const Saved<Norm> some = forward_train(norm, xs);
         CHECK(same_bits(some.y, rows(batch.y, features)));
