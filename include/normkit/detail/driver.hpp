@@ -52,8 +52,8 @@ inline bool should_stream(std::size_t array_bytes, std::size_t arrays) noexcept 
 /// the last-level cache free, as the cache size that stream_min_bytes assumes: at most half of
 /// it, or at most NORMKIT_GROUP_MAX_BYTES where that is set. Forward rows then go by larger
 /// groups (see kCachedGroupBytes), which gained up to 16 MiB of x and y on a Zen 5 with a
-/// 32 MiB cache and lost from 20 MiB on; short LayerNorm rows go backward by groups (see
-/// layer_norm_backward_group).
+/// 32 MiB cache and lost from 20 MiB on, and read nothing ahead (see write_row); short
+/// LayerNorm rows go backward by groups (see layer_norm_backward_group).
 inline bool fits_cache(std::size_t array_bytes, std::size_t arrays) noexcept {
   static const std::size_t max_bytes = bytes_from_environment("NORMKIT_GROUP_MAX_BYTES", stream_min_bytes() / 2);
   return array_bytes * arrays <= max_bytes;

@@ -285,7 +285,12 @@ bool every_row_aligned(const T* y, std::size_t stride) {
 /// the output pass its second, spread over its blocks of columns where it writes in blocks),
 /// a prefetch or two for every vector or two processed (see read_ahead), which keeps reads in
 /// flight throughout. Measured on 8192×4096 floats (AVX-512, one thread): LayerNorm forward
-/// 17.7 → 20–22 GB/s, against 30 GB/s for a copy.
+/// 17.7 → 20–22 GB/s, against 30 GB/s for a copy. Where x and y leave half the last-level cache
+/// free (ForwardRows::in_cache), the forward passes read nothing ahead: there the hardware
+/// prefetcher keeps up, and the prefetches only took issue slots. Without them (Zen 5, one
+/// thread, floats, medians of 15 paired trials), time: AVX-512 LayerNorm 1024×768 0.92, 256×768
+/// 0.94, 4096×384 0.91, 2048×1024 0.90, 512×2048 0.90, 64×4096 0.85, RMSNorm 0.84–0.88 on the
+/// same shapes; AVX2 LayerNorm 0.91–0.97, RMSNorm 0.77–0.82. Training forward likewise.
 ///
 /// Writes y[0, n) from out.value<Full>(j, count), one vector at a time. With Stream the full
 /// vectors bypass the cache (non-temporal stores, from the first aligned address on): for an
@@ -921,10 +926,11 @@ inline constexpr std::size_t kCachedGroupBytes = 12 * 1024;
 inline constexpr std::size_t kPairMinRowBytes = 16 * 1024;
 inline constexpr std::size_t kColumnBytes = 2048;
 
-/// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end`.
+/// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end` or
+/// where the pass fits the cache (ForwardRows::in_cache).
 template <class T>
 const T* next_row(const ForwardRows<T>& a, std::size_t next, std::size_t end, std::size_t offset) {
-  return next < end ? a.x + next * a.x_stride + offset : nullptr;
+  return next < end && !a.in_cache ? a.x + next * a.x_stride + offset : nullptr;
 }
 
 /// Whether rows go by pairs and blocks of columns (see kPairMinRowBytes).
