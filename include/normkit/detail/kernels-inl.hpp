@@ -1434,21 +1434,24 @@ struct BackwardTile {
   }
 };
 
-/// Whether tiles of several rows read ahead (see backward_tile and backward_in_tiles): not where
-/// a vector holds more than 32 bytes of T (AVX-512 with floats or doubles). On Zen 5 their
+/// Whether backward passes read ahead (see backward_tile and backward_in_tiles): not where a
+/// vector holds more than 32 bytes of T (AVX-512 with floats or doubles). On Zen 5 the tiles'
 /// prefetches cost more than they brought: without them, LayerNorm backward took 0.80–0.96 of
 /// the time at 1024×4096 floats, 0.90–0.93 at 256×16384 and 0.85–0.89 at 8192×4096, RMSNorm
 /// 0.80–0.92 (one thread, AVX-512, medians of 30 paired trials of the two builds, three runs);
 /// one prefetch per line instead of four moved nothing, and without the first passes' alone
 /// neither. AVX2 still gains from them there (8192×4096 and 256×16384 10–12% slower without),
-/// as AVX-512 had on Zen 4 (below). Single rows keep theirs: without, LayerNorm lost 2–5% at
-/// 768 floats.
+/// as AVX-512 had on Zen 4 (below). Single rows kept theirs at first, as LayerNorm had lost 2–5%
+/// without at 768 floats; measured again (Zen 5, medians of 15 paired trials, two runs), time
+/// without: LayerNorm 4096×768 0.96–0.98, 32768×768 0.93–0.95, 43690×768 0.89–0.92, 4096×384
+/// 0.92, 2048×1024 0.90; RMSNorm 4096×768 0.89, 32768×768 0.91–0.92, 2048×1024 0.59 (a row of
+/// 4 KiB read ahead by half of it), but 16384×2048 1.03–1.05.
 template <class A, class T>
-inline constexpr bool kTilesReadAhead = Simd<A>::lanes * sizeof(T) <= 32;
+inline constexpr bool kBackwardReadsAhead = Simd<A>::lanes * sizeof(T) <= 32;
 
-/// Runs a BackwardTile over every column of its rows while reading ahead the second halves of
-/// the x of the `ahead_rows` rows after them, and in tiles of several rows their dy too (the
-/// first passes read ahead the first halves), so that memory keeps reading while this pass
+/// Runs a BackwardTile over every column of its rows while reading ahead (where
+/// kBackwardReadsAhead) the second halves of the x of the `ahead_rows` rows after them, and in
+/// tiles of several rows their dy too (the first passes read ahead the first halves), so that memory keeps reading while this pass
 /// mostly writes (see write_row). Single rows leave dy to the hardware prefetcher: reading it
 /// ahead too lost 7–14% at 768 floats (not measured for the long rows that go singly, those
 /// without γ or streamed unaligned). Tiles, which read x and dy of two rows at once, gained from
@@ -1482,9 +1485,9 @@ void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCo
     ahead_dy[k] = a.dy + row * a.dy_stride + n / 2;
   }
   for (; j + W <= n; j += W) {
-    if constexpr (Rows == 1) {
+    if constexpr (kBackwardReadsAhead<A, T> && Rows == 1) {
       read_ahead<A>(ahead[0] + j / 2);
-    } else if constexpr (kTilesReadAhead<A, T>) {
+    } else if constexpr (kBackwardReadsAhead<A, T>) {
       NORMKIT_UNROLL
       for (std::size_t k = 0; k < Rows; ++k) {
         read_ahead<A>(ahead[k] + j / 2);
@@ -1829,7 +1832,7 @@ void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t 
     for (; i + kTileRows <= end; i += kTileRows) {
       BackwardCoefficients<A> c[kTileRows];
       for (std::size_t k = 0; k < kTileRows; ++k) {
-        const std::size_t ahead = kTilesReadAhead<A, T> ? i + k + kTileRows : end;
+        const std::size_t ahead = kBackwardReadsAhead<A, T> ? i + k + kTileRows : end;
         c[k] = Norm::coefficients(a, i + k, next_x(a, ahead, end), next_dy(a, ahead, end));
       }
       const std::size_t next = i + kTileRows;
@@ -1837,7 +1840,7 @@ void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t 
     }
   }
   for (; i < end; ++i) {
-    const BackwardCoefficients<A> c = Norm::coefficients(a, i, next_x(a, i + 1, end), nullptr);
+    const BackwardCoefficients<A> c = Norm::coefficients(a, i, next_x(a, kBackwardReadsAhead<A, T> ? i + 1 : end, end), nullptr);
     backward_tile<1, kCentered, Gamma, Beta, Dx, Stream>(a, i, &c, i + 1 < end ? 1 : 0);
   }
 }
