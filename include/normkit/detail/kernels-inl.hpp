@@ -1754,7 +1754,6 @@ NORMKIT_ALWAYS_INLINE void layer_norm_backward_group(const BackwardRows<T>& rows
     part_gx[k] = sums.gx;
     part_x[k] = sums.x;
   }, [&](std::size_t k) {
-    group.mean[k] = 0;
     group.r[k] = 0;
     part_g[k] = part_gx[k] = part_x[k] = S::zero();
   });
