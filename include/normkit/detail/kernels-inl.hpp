@@ -1451,16 +1451,16 @@ inline constexpr bool kBackwardReadsAhead = Simd<A>::lanes * sizeof(T) <= 32;
 
 /// Runs a BackwardTile over every column of its rows while reading ahead (where
 /// kBackwardReadsAhead) the second halves of the x of the `ahead_rows` rows after them, and in
-/// tiles of several rows their dy too (the first passes read ahead the first halves), so that memory keeps reading while this pass
-/// mostly writes (see write_row). Single rows leave dy to the hardware prefetcher: reading it
-/// ahead too lost 7–14% at 768 floats (not measured for the long rows that go singly, those
-/// without γ or streamed unaligned). Tiles, which read x and dy of two rows at once, gained from
-/// it; predicted +15% from a standalone harness, measured in normkit_bench (one thread, Zen 4,
-/// best of two alternated runs) for LayerNorm backward, float, AVX-512: 1024×4096 15.3 → 16.3
-/// GiB/s, 2048×8192 16.1 → 18.6, 8192×4096 16.4 → 19.4, 256×16384 15.2 → 15.0; on AVX2 +26
-/// to +61%; RMSNorm +13 to +25%, double +7 to +27%, bfloat16 +15 to +35%. With Stream, dx's
-/// full vectors bypass the cache from the first aligned address on, which must be the same
-/// column in every row.
+/// tiles of several rows their dy too (the first passes read ahead the first halves), so that
+/// memory keeps reading while this pass mostly writes (see write_row). Single rows leave dy to the
+/// hardware prefetcher: reading it ahead too lost 7–14% at 768 floats (not measured for the long
+/// rows that go singly, those without γ or streamed unaligned). Tiles, which read x and dy of two
+/// rows at once, gained from it; predicted +15% from a standalone harness, measured in
+/// normkit_bench (one thread, Zen 4, best of two alternated runs) for LayerNorm backward, float,
+/// AVX-512: 1024×4096 15.3 → 16.3 GiB/s, 2048×8192 16.1 → 18.6, 8192×4096 16.4 → 19.4, 256×16384
+/// 15.2 → 15.0; on AVX2 +26 to +61%; RMSNorm +13 to +25%, double +7 to +27%, bfloat16 +15 to +35%.
+/// With Stream, dx's full vectors bypass the cache from the first aligned address on, which must be
+/// the same column in every row.
 template <std::size_t Rows, bool Centered, bool Gamma, bool Beta, bool Dx, bool Stream, class T, class A>
 void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCoefficients<A>* c, std::size_t ahead_rows) {
   using S = Simd<A>;
@@ -1499,16 +1499,17 @@ void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCo
   if (j < n) tile.template column<false, false>(j, n - j);
 }
 
-/// Row i's x, where a first pass reads ahead (its first half, see write_row), or nullptr past `end`.
+/// Row i's x, where a first pass reads ahead (its first half, see write_row), or nullptr past `end`
+/// or where backward passes read nothing ahead (kBackwardReadsAhead).
 template <class T>
 const T* next_x(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
-  return i < end ? a.x + i * a.x_stride : nullptr;
+  return kBackwardReadsAhead<accum_t<T>, T> && i < end ? a.x + i * a.x_stride : nullptr;
 }
 
-/// Row i's dy, where a first pass in tiles also reads ahead, or nullptr past `end`.
+/// Row i's dy, where a first pass in tiles also reads ahead, or nullptr as for next_x.
 template <class T>
 const T* next_dy(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
-  return i < end ? a.dy + i * a.dy_stride : nullptr;
+  return kBackwardReadsAhead<accum_t<T>, T> && i < end ? a.dy + i * a.dy_stride : nullptr;
 }
 
 /// The second pass's coefficients of a LayerNorm row from its sums Σg, Σg·x̃, Σx̃ over n.
@@ -1831,7 +1832,7 @@ void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t 
     for (; i + kTileRows <= end; i += kTileRows) {
       BackwardCoefficients<A> c[kTileRows];
       for (std::size_t k = 0; k < kTileRows; ++k) {
-        const std::size_t ahead = kBackwardReadsAhead<A, T> ? i + k + kTileRows : end;
+        const std::size_t ahead = i + k + kTileRows;
         c[k] = Norm::coefficients(a, i + k, next_x(a, ahead, end), next_dy(a, ahead, end));
       }
       const std::size_t next = i + kTileRows;
@@ -1839,7 +1840,7 @@ void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t 
     }
   }
   for (; i < end; ++i) {
-    const BackwardCoefficients<A> c = Norm::coefficients(a, i, next_x(a, kBackwardReadsAhead<A, T> ? i + 1 : end, end), nullptr);
+    const BackwardCoefficients<A> c = Norm::coefficients(a, i, next_x(a, i + 1, end), nullptr);
     backward_tile<1, kCentered, Gamma, Beta, Dx, Stream>(a, i, &c, i + 1 < end ? 1 : 0);
   }
 }
