@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "precompiled_kernels.hpp"  // the kernels come compiled (precompiled/CMakeLists.txt)
 #include "summary.hpp"
 
 namespace normkit_bench {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kernels.hpp"
+#include "precompiled_kernels.hpp"
 
 namespace nktest {
 
