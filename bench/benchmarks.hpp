@@ -547,7 +547,4 @@ void register_type(std::span<const Shape> shapes) {
   for (const Shape& shape : shapes) register_shape<T>(shape, with_onednn);
 }
 
-/// Registers bfloat16 and float16 (normkit_bench_16bit.cpp).
-void register_16bit_types(std::span<const Shape> shapes);
-
 }  // namespace normkit_bench

@@ -92,7 +92,8 @@ std::string curated_filter() {
 void register_all(std::span<const Shape> shapes) {
   register_type<float>(shapes);
   register_type<double>(shapes);
-  register_16bit_types(shapes);
+  register_type<normkit::bfloat16>(shapes);
+  register_type<normkit::float16>(shapes);
 }
 
 /// The shapes of --shapes=RxF[,RxF...], or nothing (with a message) if the list is empty or
