@@ -32,11 +32,12 @@ TEST_CASE("changing one row changes only that row's outputs", "[rows]") {
 }
 
 TEST_CASE("a batch of some rows gives bitwise those rows of a batch of 64", "[rows]") {
-  // Short rows go by groups of 16 rows, whose phases skip the chunks of 4 rows past the batch:
-  // each row of a smaller batch must come out as it does in a full group.
+  // Short rows go by groups of 16 rows, whose phases skip the chunks of 4 rows past the batch,
+  // and longer RMSNorm rows up to 2048 floats write each row while reading the next: each row
+  // of a smaller batch must come out as it does in a full group, and the last row as the others.
   for_each_norm([]<class Norm>() {
     using T = typename Norm::value_type;
-    for (const std::size_t features : {8u, 33u, 64u, 100u, 256u, 1000u, 4096u, 4099u, 8197u}) {
+    for (const std::size_t features : {8u, 33u, 64u, 100u, 256u, 1000u, 2048u, 4096u, 4099u, 8197u}) {
       CAPTURE(features);
       Norm norm(features);
       randomize_parameters(norm, 1);

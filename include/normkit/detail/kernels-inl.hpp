@@ -192,19 +192,31 @@ Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift, const T
   return total;
 }
 
+/// Writes nothing: the writer of a row_sums pass that only reads.
+struct NoWriter {
+  template <bool Full>
+  NORMKIT_ALWAYS_INLINE void column(std::size_t, std::size_t) const {}
+};
+
 /// Sums of N per-element terms over a row of n values. `terms.add(j, acc)` adds the terms of
 /// the full vector at j into acc[0..N); `terms.add_n(j, count, acc)` those of the first count
 /// lanes. Accumulated in A within chunks and in double across them. kSets independent sets of
 /// accumulators: an add or FMA has 4 cycles of latency and two issue per cycle, so 8 chains
 /// keep both ports busy; with 3 terms, 2 sets (6 chains) fit AVX2's 16 registers. The first
 /// halves of the rows at `ahead` and `ahead_too` are read ahead where they are not nullptr
-/// (see write_row).
-template <class A, std::size_t N, class Terms, class T = float>
-void row_sums(std::size_t n, const Terms& terms, double (&total)[N], const T* ahead = nullptr,
-              const T* ahead_too = nullptr) {
+/// (see write_row). `writer.column<Full>(j, count)` is called for every vector read, whole
+/// (Full) or the row's last `count` values: it writes the previous row's output at the same
+/// columns (RowWriter, see forward_fused), or nothing (NoWriter).
+template <class A, std::size_t N, class Terms, class T = float, class Writer = NoWriter>
+void row_sums(std::size_t n, const Terms& terms_ref, double (&total)[N], const T* ahead = nullptr,
+              const T* ahead_too = nullptr, const Writer& writer_ref = {}) {
   using S = Simd<A>;
   using V = typename S::vec;
   constexpr std::size_t W = S::lanes, chunk = kChunkVectors * W, kSets = N == 1 ? 8 : 2;
+  // Local copies, as in write_row: the writer's stores could otherwise alias the caller's
+  // objects, and each vector would load the terms' constants again.
+  const Terms terms = terms_ref;
+  const Writer writer = writer_ref;
   for (std::size_t i = 0; i < N; ++i) total[i] = 0;
   for (std::size_t j = 0; j < n;) {
     const std::size_t end = n - j > chunk ? j + chunk : n;
@@ -216,7 +228,10 @@ void row_sums(std::size_t n, const Terms& terms, double (&total)[N], const T* ah
     }
     for (; j + kSets * W <= end; j += kSets * W) {
       NORMKIT_UNROLL
-      for (std::size_t s = 0; s < kSets; ++s) terms.add(j + s * W, acc[s]);
+      for (std::size_t s = 0; s < kSets; ++s) {
+        terms.add(j + s * W, acc[s]);
+        writer.template column<true>(j + s * W, W);
+      }
       if (ahead != nullptr) {
         NORMKIT_UNROLL
         for (std::size_t s = 0; s < kSets; s += 2) read_ahead<A>(ahead + (j + s * W) / 2);
@@ -226,9 +241,13 @@ void row_sums(std::size_t n, const Terms& terms, double (&total)[N], const T* ah
         for (std::size_t s = 0; s < kSets; s += 2) read_ahead<A>(ahead_too + (j + s * W) / 2);
       }
     }
-    for (; j + W <= end; j += W) terms.add(j, acc[0]);
+    for (; j + W <= end; j += W) {
+      terms.add(j, acc[0]);
+      writer.template column<true>(j, W);
+    }
     if (j < end) {
       terms.add_n(j, end - j, acc[0]);
+      writer.template column<false>(j, end - j);
       j = end;
     }
     NORMKIT_UNROLL
@@ -322,6 +341,20 @@ void write_row(T* y, std::size_t n, const Out& out_ref, const T* ahead = nullptr
   }
   if (j < n) S::store_n(y + j, out.template value<false>(j, n - j), n - j);
 }
+
+/// A row's output, written column by column while row_sums reads the next row (see
+/// forward_fused): out.value<Full>(j, count) into y, whose whole vectors must be aligned for
+/// the non-temporal stores of Stream.
+template <bool Stream, class A, class T, class Out>
+struct RowWriter {
+  T* y;
+  Out out;
+  template <bool Full>
+  NORMKIT_ALWAYS_INLINE void column(std::size_t j, std::size_t count) const {
+    if constexpr (Full) put_full<Stream>(y + j, out.template value<true>(j, count));
+    else Simd<A>::store_n(y + j, out.template value<false>(j, count), count);
+  }
+};
 
 /// Columns [from, from + count) of a row: what one output pass over it writes.
 struct Columns {
@@ -950,6 +983,7 @@ template <class T>
 struct LayerNormForward {
   using A = accum_t<T>;
   using Row = LayerNormRow<A>;
+  static constexpr bool kFused = false;  // measured slower fused (see forward_fused)
 
   NORMKIT_ALWAYS_INLINE static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
     return layer_norm_row(x, a.features, a.eps, ahead);
@@ -1029,14 +1063,17 @@ struct RmsNormRow {
 };
 
 /// The statistics of an RMSNorm row (see RmsNormRow), rescaled where the mean square would
-/// leave A's comfortable range. Reads ahead into `ahead` (see write_row). Always inlined, with
+/// leave A's comfortable range. Reads ahead into `ahead` (see write_row), and writes with
+/// `writer` during its first pass over the row (see forward_fused). Always inlined, with
 /// RmsNormForward::statistics, for the reason given at layer_norm_row: 4096×384 floats 44.7 →
 /// 47.5 GiB/s, 4096×768 49.3 → 50.2.
-template <class T, class A = accum_t<T>>
-NORMKIT_ALWAYS_INLINE RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
+template <class T, class A = accum_t<T>, class Writer = NoWriter>
+NORMKIT_ALWAYS_INLINE RmsNormRow<A> rms_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr,
+                                                 const Writer& writer = {}) {
   A scale = 1;
   double sum[1];
-  row_sums<A, 1>(n, SquareTerms<T, A, Scale<false, A>>{x, Scale<false, A>(scale)}, sum, ahead);
+  row_sums<A, 1>(n, SquareTerms<T, A, Scale<false, A>>{x, Scale<false, A>(scale)}, sum, ahead,
+                 static_cast<const T*>(nullptr), writer);
   double ms = sum[0] / static_cast<double>(n);
   if (!comfortable_variance<A>(ms)) {
     const double peak = peak_magnitude(x, n);
@@ -1159,9 +1196,11 @@ template <class T>
 struct RmsNormForward {
   using A = accum_t<T>;
   using Row = RmsNormRow<A>;
+  static constexpr bool kFused = true;  // see forward_fused
 
-  NORMKIT_ALWAYS_INLINE static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
-    return rms_norm_row(x, a.features, a.eps, ahead);
+  template <class Writer = NoWriter>
+  NORMKIT_ALWAYS_INLINE static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead, const Writer& writer = {}) {
+    return rms_norm_row(x, a.features, a.eps, ahead, writer);
   }
   static void save(const ForwardRows<T>& a, std::size_t i, const Row& row) {
     if (a.rstd != nullptr) a.rstd[i] = static_cast<A>(row.rstd);
@@ -1170,6 +1209,19 @@ struct RmsNormForward {
   static void output(const ForwardRows<T>& a, const T* x, T* y, const Row& row, Columns c, const T* ahead) {
     if (a.gamma != nullptr) rms_norm_apply<Stream, true>(a, x, y, row, c, ahead);
     else rms_norm_apply<Stream, false>(a, x, y, row, c, ahead);
+  }
+  /// Calls f(writer) with the RowWriter of `row`'s output, x into y (see forward_fused), and
+  /// returns true; or returns false for a rescaled row, which the caller writes on its own.
+  template <bool Stream, class F>
+  NORMKIT_ALWAYS_INLINE static bool writing(const ForwardRows<T>& a, const T* x, T* y, const Row& row, F&& f) {
+    if (row.scale != 1) return false;
+    const auto with = [&](auto gamma) {
+      using Out = RmsNormOutput<gamma(), T, A, Scale<false, A>>;
+      f(RowWriter<Stream, A, T, Out>{y, Out{x, a.gamma, Scale<false, A>(1), Simd<A>::set(row.r)}});
+    };
+    if (a.gamma != nullptr) with(std::true_type{});
+    else with(std::false_type{});
+    return true;
   }
   /// Normalizes row i and returns true if it is all zeros, with mean square 0 (see
   /// declined_row). Otherwise writes nothing.
@@ -1191,6 +1243,64 @@ struct RmsNormForward {
 
 // ---------------------------------------------------------------------------------------
 // The forward driver, for either norm (Norm: LayerNormForward or RmsNormForward)
+
+/// Rows of at most this many bytes of A go fused (see forward_fused): a pass then holds a row's
+/// x, the next row's x, its output and γ, 32 KiB at 8 KiB a row, in a 48 KiB L1.
+inline constexpr std::size_t kFusedMaxRowBytes = 8 * 1024;
+
+/// Whether forward_fused takes a pass over rows longer than the registers: rows of at most
+/// kFusedMaxRowBytes, in a pass that streams its output (for which every row of y must start on
+/// a whole vector) or fits the cache with room to spare, there but for bfloat16 rows: on
+/// AVX-512 they ran 1.12 (1024×768) to 1.19 (16×768) times as long fused in cache, with either
+/// rounding, where float16 rows took 0.85–0.87 of the time and bfloat16 on AVX2 0.95.
+template <bool Stream, class T>
+bool fused_pass(const ForwardRows<T>& a) {
+  const bool short_enough = a.features * sizeof(accum_t<T>) <= kFusedMaxRowBytes;
+  if (Stream) return short_enough && every_row_aligned<accum_t<T>>(a.y, a.y_stride);
+  return short_enough && a.in_cache && !std::is_same_v<T, bfloat16>;
+}
+
+/// Rows [begin, end) one at a time, each row's output written during the pass that reads the
+/// next row's statistics, a vector of output after each vector read (row_sums with a
+/// RowWriter). Row by row, a row's two passes alternate: the statistics only read, from
+/// memory or the cache, and the output reads the row again from L1 and writes. Interleaved, the
+/// next row's reads go on while this row is written, as in a copy, and the short serial chain
+/// that ends a row's statistics (a horizontal sum, a square root, a division) overlaps the next
+/// pass. A rescaled row's output is written on its own first. Results are the same bit for bit.
+///
+/// RMSNorm, against the 12 KiB groups where the pass fits the cache and single rows reading
+/// ahead where it streams (Zen 5, floats, one thread, medians of 21 paired trials of two builds),
+/// time: AVX-512 16×768 0.81, 4096×300 0.76, 1024×768 0.88, 512×2048 0.91, 2048×1024 0.90,
+/// 4096×512 0.89, 32768×768 0.87–0.91, 8192×1536 0.71–0.80, 16384×2048 0.83–0.90; AVX2 16×768
+/// 0.84, 4096×300 0.81, 1024×768 0.77, 2048×1024 0.85, 32768×768 0.77, 8192×1536 0.86; doubles
+/// (AVX-512) 0.79–0.91 in cache, 0.76 at 32768×768; float16 0.85–0.87 in cache, 0.67 at
+/// 32768×768; bfloat16 0.86–0.88 from memory. Predicted from a standalone harness (minimal
+/// kernels, 768 floats): 0.8 from the cache and from memory, and at 4096×768 too, where x and
+/// y fill the last-level cache without streaming: there single rows and their read-ahead stayed
+/// faster (fused 1.06, AVX2 1.14), as they did for rows over 8 KiB (128×4096 1.10, 1024×4096
+/// 1.11). Reading the row after next ahead in the fused pass cost 1.27 at 4096×768 and 1.18 at
+/// 32768×768. LayerNorm's statistics (Welford blocks of 16 vectors) so interleaved with its
+/// output ran slower than its groups and single rows: 1.19 at 4096×768, 1.13 at 4096×1024, 0.92
+/// in L1 (16×768, against single rows), so LayerNorm does not fuse (LayerNormForward::kFused).
+template <bool Stream, class Norm, class T>
+void forward_fused(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+  const std::size_t n = a.features;
+  const auto x_of = [&](std::size_t i) { return a.x + i * a.x_stride; };
+  typename Norm::Row row = Norm::statistics(a, x_of(begin), nullptr);
+  Norm::save(a, begin, row);
+  for (std::size_t i = begin; i + 1 < end; ++i) {
+    T* y = a.y + i * a.y_stride;
+    typename Norm::Row next;
+    const auto next_statistics = [&](const auto& writer) { next = Norm::statistics(a, x_of(i + 1), nullptr, writer); };
+    if (!Norm::template writing<Stream>(a, x_of(i), y, row, next_statistics)) {
+      Norm::template output<Stream>(a, x_of(i), y, row, Columns{0, n}, nullptr);
+      next_statistics(NoWriter{});
+    }
+    Norm::save(a, i + 1, next);
+    row = next;
+  }
+  Norm::template output<Stream>(a, x_of(end - 1), a.y + (end - 1) * a.y_stride, row, Columns{0, n}, nullptr);
+}
 
 /// Rows [begin, end) in groups: the statistics of every row of a group, then every output;
 /// long LayerNorm rows with β (in_pairs) go by pairs, their outputs by blocks of columns, each
@@ -1217,6 +1327,16 @@ void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t e
       }
     }
   }
+}
+
+/// Rows [begin, end) longer than the registers: fused where the norm and the pass allow it
+/// (see forward_fused), else by groups.
+template <bool Stream, class Norm, class T>
+void forward_long_rows(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+  if constexpr (Norm::kFused) {
+    if (fused_pass<Stream>(a)) return forward_fused<Stream, Norm>(a, begin, end);
+  }
+  forward_in_groups<Stream, Norm>(a, begin, end);
 }
 
 /// A short row the register kernels declined. Constant rows (LayerNorm) and zero rows (RMSNorm),
@@ -1257,10 +1377,10 @@ void forward(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
     });
     if (registered.stream) Simd<accum_t<T>>::stream_fence();
   } else if (a.stream) {
-    forward_in_groups<true, Norm>(a, begin, end);
+    forward_long_rows<true, Norm>(a, begin, end);
     Simd<accum_t<T>>::stream_fence();
   } else {
-    forward_in_groups<false, Norm>(a, begin, end);
+    forward_long_rows<false, Norm>(a, begin, end);
   }
 }
 
