@@ -206,7 +206,8 @@ struct NoWriter {
 /// halves of the rows at `ahead` and `ahead_too` are read ahead where they are not nullptr
 /// (see write_row). `writer.column<Full>(j, count)` is called for every vector read, whole
 /// (Full) or the row's last `count` values: it writes the previous row's output at the same
-/// columns (RowWriter, see forward_fused), or nothing (NoWriter).
+/// columns (RowWriter, see forward_fused; TileWriter, see backward_fused), or nothing
+/// (NoWriter).
 template <class A, std::size_t N, class Terms, class T = float, class Writer = NoWriter>
 void row_sums(std::size_t n, const Terms& terms_ref, double (&total)[N], const T* ahead = nullptr,
               const T* ahead_too = nullptr, const Writer& writer_ref = {}) {
@@ -1619,6 +1620,17 @@ void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCo
   if (j < n) tile.template column<false, false>(j, n - j);
 }
 
+/// A row's second pass (a BackwardTile of one row) as the writer of the next row's first pass
+/// (see backward_fused).
+template <class Tile>
+struct TileWriter {
+  Tile tile;
+  template <bool Full>
+  NORMKIT_ALWAYS_INLINE void column(std::size_t j, std::size_t count) const {
+    tile.template column<Full, false>(j, count);
+  }
+};
+
 /// Row i's x, where a first pass reads ahead (its first half, see write_row), or nullptr past `end`
 /// or where backward passes read nothing ahead (kBackwardReadsAhead).
 template <class T>
@@ -1650,6 +1662,7 @@ struct LayerNormCoefficients {
 template <class T>
 struct LayerNormBackward {
   static constexpr bool kCentered = true;
+  static constexpr bool kFused = false;  // measured no faster fused (see backward_fused)
   static BackwardCoefficients<accum_t<T>> coefficients(const BackwardRows<T>& a, std::size_t i, const T* ahead,
                                                        const T* ahead_dy) {
     using A = accum_t<T>;
@@ -1672,8 +1685,10 @@ struct LayerNormBackward {
 template <class T>
 struct RmsNormBackward {
   static constexpr bool kCentered = false;
+  static constexpr bool kFused = true;  // see backward_fused
+  template <class Writer = NoWriter>
   static BackwardCoefficients<accum_t<T>> coefficients(const BackwardRows<T>& a, std::size_t i, const T* ahead,
-                                                       const T* ahead_dy) {
+                                                       const T* ahead_dy, const Writer& writer = {}) {
     using A = accum_t<T>;
     using S = Simd<A>;
     const T* dy = a.dy + i * a.dy_stride;
@@ -1681,9 +1696,9 @@ struct RmsNormBackward {
     const A r = a.rstd[i];
     double sums[1];
     if (a.gamma != nullptr) {
-      row_sums<A, 1>(a.features, RmsNormBackwardTerms<true, T, A>{dy, x, a.gamma, S::set(r)}, sums, ahead, ahead_dy);
+      row_sums<A, 1>(a.features, RmsNormBackwardTerms<true, T, A>{dy, x, a.gamma, S::set(r)}, sums, ahead, ahead_dy, writer);
     } else {
-      row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums, ahead, ahead_dy);
+      row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums, ahead, ahead_dy, writer);
     }
     const double dx_xhat = static_cast<double>(r) * sums[0] * (1 / static_cast<double>(a.features));
     return {A(0), r, A(0), static_cast<A>(dx_xhat), A(0)};
@@ -1939,13 +1954,61 @@ void backward_short_rows(const BackwardRows<T>& a, std::size_t begin, std::size_
   });
 }
 
-/// Rows [begin, end) in two passes: the sums of kTileRows rows, then their second passes
-/// together. One at a time: rows too short for tiles (see kTileRows) or without γ, the rows
-/// left over, and every row when streamed rows of dx would not share their aligned columns.
+/// Rows of at most this many bytes of A go backward fused where the pass fits the cache (see
+/// backward_fused): a pass then holds two rows of x and dy, a row of dx, γ and its gradient
+/// partials, 24 KiB at 4 KiB a row, in a 48 KiB L1.
+inline constexpr std::size_t kFusedBackwardMaxRowBytes = 4 * 1024;
+
+/// Whether backward_fused takes a pass over rows longer than the registers: rows of float or
+/// double of at most kFusedBackwardMaxRowBytes, in a pass that fits the cache (so nothing is
+/// streamed). Rows of 16-bit values, widened as they are read, ran slower fused on AVX-512
+/// (float16 1.07–1.12 times as long at 16×768, 1024×768 and 2048×1024, bfloat16 1.04) and no
+/// faster on AVX2 (0.99).
+template <class T>
+bool fused_backward(const BackwardRows<T>& a) {
+  return std::is_same_v<T, accum_t<T>> && a.in_cache && a.features * sizeof(T) <= kFusedBackwardMaxRowBytes;
+}
+
+/// Rows [begin, end) one at a time, each row's dx (and γ/β gradients) written during the pass
+/// that reads the next row's sum (row_sums with a TileWriter), as forward_fused does for the
+/// forward: the next row's reads go on while this row's second pass reads x and dy again from
+/// L1, and the sum's horizontal add and the coefficients overlap the next pass. Results are
+/// the same bit for bit.
+///
+/// RMSNorm, against single rows (Zen 5, one thread, medians of 15–25 paired trials of two
+/// builds), time, in cache: floats on AVX-512 16×768 0.70–0.72, 1024×768 0.87–0.89, 256×1024
+/// 0.88–0.95, 1024×1024 0.90, 2048×512 0.86–0.87, 4096×300 0.88–0.98, and 1.28 at 512×2048
+/// (8 KiB rows); on AVX2 16×768 0.77, 1024×768 0.77, 2048×512 0.79; doubles on AVX-512 16×512
+/// 0.72, 1024×512 0.93, 2048×300 0.91, on AVX2 1024×512 0.89. Where the pass overflows
+/// the cache fusing won and lost by shape (streamed: 4096×768 1.05–1.15, 4096×1024 1.05,
+/// 8192×768 0.90, 16384×384 0.73; neither streamed nor in cache: 2048×1024 1.00, 4096×512 0.96),
+/// so those passes go singly. LayerNorm's three sums so fused ran no faster (1024×768 1.00,
+/// 16×768 0.99, 4096×300 1.01; 2048×1024 1.31), so LayerNorm does not fuse
+/// (LayerNormBackward::kFused).
+template <class Norm, bool Gamma, bool Beta, bool Dx, class T>
+void backward_fused(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
+  using A = accum_t<T>;
+  using Tile = BackwardTile<1, Norm::kCentered, Gamma, Beta, Dx, T, A>;
+  if (begin == end) return;
+  BackwardCoefficients<A> c = Norm::coefficients(a, begin, nullptr, nullptr);
+  for (std::size_t i = begin; i + 1 < end; ++i) {
+    const Tile tile(a, i, &c);
+    c = Norm::coefficients(a, i + 1, nullptr, nullptr, TileWriter<Tile>{tile});
+  }
+  backward_tile<1, Norm::kCentered, Gamma, Beta, Dx, false>(a, end - 1, &c, 0);
+}
+
+/// Rows [begin, end) in two passes: fused where the norm and the pass allow it (see
+/// backward_fused), else the sums of kTileRows rows, then their second passes together. One at
+/// a time: rows too short for tiles (see kTileRows) or without γ, the rows left over, and every
+/// row when streamed rows of dx would not share their aligned columns.
 template <class Norm, bool Gamma, bool Beta, bool Dx, bool Stream, class T>
 void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t end) {
   using A = accum_t<T>;
   constexpr bool kCentered = Norm::kCentered;
+  if constexpr (Norm::kFused && !Stream) {
+    if (fused_backward(a)) return backward_fused<Norm, Gamma, Beta, Dx>(a, begin, end);
+  }
   std::size_t i = begin;
   const bool tiled = Gamma && a.features * sizeof(A) >= kTileMinRowBytes;
   if (tiled && (!(Stream && Dx) || a.dx_stride % Simd<A>::lanes == 0)) {
