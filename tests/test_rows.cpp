@@ -1,7 +1,9 @@
 // Rows never interact, in-place calls equal out-of-place ones bitwise, and an empty batch is a no-op.
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "support.hpp"
@@ -151,4 +153,36 @@ TEST_CASE("an empty batch is valid and changes nothing", "[rows]") {
     CHECK(backward(norm, none, none, saved).empty());
     for (const auto g : norm.grad_gamma()) CHECK(g == 0);
   });
+}
+
+TEST_CASE("wide vectors read backward rows ahead as NORMKIT_BACKWARD_READ_AHEAD asks, else but on a Zen 5", "[rows]") {
+  // normkit.streaming sets it to 1 and normkit.single_rows to 0, so that the suite runs the
+  // backward passes both ways on any AVX-512 CPU.
+  const char* requested = std::getenv("NORMKIT_BACKWARD_READ_AHEAD");
+  const std::string_view asked = requested != nullptr ? requested : "";
+  const bool expected = asked == "1" || (asked != "0" && normkit::detail::amd_family() != 0x1a);
+  CHECK(normkit::detail::wide_backward_reads_ahead() == expected);
+}
+
+TEST_CASE("backward rows read ahead or not give bitwise the same dx and gradients", "[rows]") {
+  // Reading ahead only prefetches; rows of 1000 floats go singly, of 4099 (γ present) by tiles.
+  for (const std::size_t features : {1000u, 4099u}) {
+    CAPTURE(features);
+    constexpr std::size_t rows = 7;
+    LayerNorm<float> norm(features);
+    randomize_parameters(norm, 1);
+    const auto x = test_rows<float>(rows, features, 0, 2);
+    const auto dy = normal_values<float>(rows * features, 0, 1, 3);
+    const Saved<LayerNorm<float>> saved = forward_train(norm, x);
+    const auto run = [&](bool wide_reads_ahead) {
+      std::vector<float> dx(rows * features), grad_gamma(features), grad_beta(features);
+      const normkit::detail::BackwardRows<float> args{
+          dy.data(), features, x.data(), features, dx.data(), features, features, norm.gamma().data(),
+          saved.mean.data(), saved.rstd.data(), grad_gamma.data(), grad_beta.data(), false, true, wide_reads_ahead};
+      normkit::detail::backward_rows<normkit::detail::norm_kind::layer>(args, 0, rows);
+      return std::vector<std::vector<float>>{dx, grad_gamma, grad_beta};
+    };
+    const auto with = run(true), without = run(false);
+    for (std::size_t k = 0; k < with.size(); ++k) CHECK(same_bits(with[k], without[k]));
+  }
 }

@@ -45,6 +45,24 @@ inline bool has_f16c() noexcept {
 }
 #endif
 
+/// The family of an AMD CPU as CPUID leaf 1 gives it, base plus extended (0x19 for Zen 3 and
+/// Zen 4, 0x1A for Zen 5), or 0 for any other CPU: for the tuning that differs between them.
+inline unsigned amd_family() noexcept {
+#if NORMKIT_TARGET_ATTRIBUTES
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  // "AuthenticAMD", four letters each in EBX, EDX and ECX, lowest byte first.
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != 0x68747541u || edx != 0x69746e65u ||
+      ecx != 0x444d4163u) {
+    return 0;
+  }
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  const unsigned base = (eax >> 8) & 0xfu;
+  return base == 0xfu ? base + ((eax >> 20) & 0xffu) : base;
+#else
+  return 0;
+#endif
+}
+
 inline bool cpu_has(isa which) noexcept {
   switch (which) {
     case isa::scalar: return true;

@@ -100,7 +100,8 @@ class LayerNorm {
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), mean.data(), rstd.data(),
                                        nullptr, nullptr, detail::should_stream(dx.size_bytes(), arrays),
-                                       detail::fits_cache(x.size_bytes(), arrays)};
+                                       detail::fits_cache(x.size_bytes(), arrays),
+                                       detail::wide_backward_reads_ahead()};
     detail::backward<detail::norm_kind::layer>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
                                                grad_beta_.empty() ? nullptr : grad_beta_.data(), workspace_);
   }

@@ -81,7 +81,8 @@ class RMSNorm {
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), nullptr, rstd.data(),
                                        nullptr, nullptr, detail::should_stream(dx.size_bytes(), arrays),
-                                       detail::fits_cache(x.size_bytes(), arrays)};
+                                       detail::fits_cache(x.size_bytes(), arrays),
+                                       detail::wide_backward_reads_ahead()};
     detail::backward<detail::norm_kind::rms>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),
                                              nullptr, workspace_);
   }

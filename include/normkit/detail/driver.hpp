@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "aligned.hpp"
 #include "block_sum.hpp"
@@ -57,6 +59,29 @@ inline bool should_stream(std::size_t array_bytes, std::size_t arrays) noexcept 
 inline bool fits_cache(std::size_t array_bytes, std::size_t arrays) noexcept {
   static const std::size_t max_bytes = bytes_from_environment("NORMKIT_GROUP_MAX_BYTES", stream_min_bytes() / 2);
   return array_bytes * arrays <= max_bytes;
+}
+
+/// Whether backward passes over vectors of more than 32 bytes of T (AVX-512 with floats or
+/// doubles) read the rows ahead, as narrower vectors always do (see kBackwardReadsAhead): on
+/// every CPU but AMD's Zen 5 (family 1Ah), where those prefetches cost more than they brought
+/// (without them, 0.80–0.96 of the time for long LayerNorm rows). On a Zen 4 they saved a
+/// quarter of it: LayerNorm backward with them, time (floats, one thread, medians of 9 paired
+/// trials in both orders of the builds, two runs): 1024×4096 0.76–0.80, 256×16384 0.79–0.82,
+/// 8192×4096 0.72–0.74, 4096×768 and 32768×768 1.00–1.01; RMSNorm 1024×4096 0.87, 8192×4096
+/// 0.75. Other CPUs keep them unmeasured. The environment variable
+/// NORMKIT_BACKWARD_READ_AHEAD=1 or 0 overrides the choice (other values are reported on stderr
+/// and ignored, as NORMKIT_ISA's).
+inline bool wide_backward_reads_ahead() noexcept {
+  static const bool reads = [] {
+    const char* requested = std::getenv("NORMKIT_BACKWARD_READ_AHEAD");
+    if (requested != nullptr && std::string_view(requested) == "0") return false;
+    if (requested != nullptr && std::string_view(requested) == "1") return true;
+    if (requested != nullptr && *requested != '\0') {
+      std::fprintf(stderr, "normkit: NORMKIT_BACKWARD_READ_AHEAD=%s is neither 0 nor 1; ignored\n", requested);
+    }
+    return amd_family() != 0x1au;
+  }();
+  return reads;
 }
 
 /// How many distinct arrays a backward pass touches: dx may be dy or x, updated in place, and

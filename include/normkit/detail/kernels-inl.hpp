@@ -1563,8 +1563,10 @@ struct BackwardTile {
   }
 };
 
-/// Whether backward passes read ahead (see backward_tile and backward_in_tiles): not where a
-/// vector holds more than 32 bytes of T (AVX-512 with floats or doubles). On Zen 5 the tiles'
+/// Whether backward passes read ahead (see backward_tile and backward_in_tiles) wherever they
+/// run: where a vector holds at most 32 bytes of T. Wider vectors (AVX-512 with floats or
+/// doubles) read ahead where BackwardRows::wide_reads_ahead says so, on every CPU but a Zen 5
+/// (see wide_backward_reads_ahead in driver.hpp). On Zen 5 the tiles'
 /// prefetches cost more than they brought: without them, LayerNorm backward took 0.80–0.96 of
 /// the time at 1024×4096 floats, 0.90–0.93 at 256×16384 and 0.85–0.89 at 8192×4096, RMSNorm
 /// 0.80–0.92 (one thread, AVX-512, medians of 30 paired trials of the two builds, three runs);
@@ -1578,8 +1580,13 @@ struct BackwardTile {
 template <class A, class T>
 inline constexpr bool kBackwardReadsAhead = Simd<A>::lanes * sizeof(T) <= 32;
 
-/// Runs a BackwardTile over every column of its rows while reading ahead (where
-/// kBackwardReadsAhead) the second halves of the x of the `ahead_rows` rows after them, and in
+template <class T>
+bool backward_reads_ahead(const BackwardRows<T>& a) {
+  return kBackwardReadsAhead<accum_t<T>, T> || a.wide_reads_ahead;
+}
+
+/// Runs a BackwardTile over every column of its rows while reading ahead (with ReadAhead, see
+/// backward_reads_ahead) the second halves of the x of the `ahead_rows` rows after them, and in
 /// tiles of several rows their dy too (the first passes read ahead the first halves), so that
 /// memory keeps reading while this pass mostly writes (see write_row). Single rows leave dy to the
 /// hardware prefetcher: reading it ahead too lost 7–14% at 768 floats (not measured for the long
@@ -1590,7 +1597,7 @@ inline constexpr bool kBackwardReadsAhead = Simd<A>::lanes * sizeof(T) <= 32;
 /// 15.2 → 15.0; on AVX2 +26 to +61%; RMSNorm +13 to +25%, double +7 to +27%, bfloat16 +15 to +35%.
 /// With Stream, dx's full vectors bypass the cache from the first aligned address on, which must be
 /// the same column in every row.
-template <std::size_t Rows, bool Centered, bool Gamma, bool Beta, bool Dx, bool Stream, class T, class A>
+template <std::size_t Rows, bool Centered, bool Gamma, bool Beta, bool Dx, bool Stream, bool ReadAhead, class T, class A>
 void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCoefficients<A>* c, std::size_t ahead_rows) {
   using S = Simd<A>;
   constexpr std::size_t W = S::lanes;
@@ -1614,9 +1621,9 @@ void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCo
     ahead_dy[k] = a.dy + row * a.dy_stride + n / 2;
   }
   for (; j + W <= n; j += W) {
-    if constexpr (kBackwardReadsAhead<A, T> && Rows == 1) {
+    if constexpr (ReadAhead && Rows == 1) {
       read_ahead<A>(ahead[0] + j / 2);
-    } else if constexpr (kBackwardReadsAhead<A, T>) {
+    } else if constexpr (ReadAhead) {
       NORMKIT_UNROLL
       for (std::size_t k = 0; k < Rows; ++k) {
         read_ahead<A>(ahead[k] + j / 2);
@@ -1626,6 +1633,16 @@ void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCo
     tile.template column<true, Stream && Dx>(j, W);
   }
   if (j < n) tile.template column<false, false>(j, n - j);
+}
+
+/// backward_tile, reading ahead where backward_reads_ahead(a): its branches are compiled only
+/// for vectors that may go either way.
+template <std::size_t Rows, bool Centered, bool Gamma, bool Beta, bool Dx, bool Stream, class T, class A>
+void backward_tile_of(const BackwardRows<T>& a, std::size_t first, const BackwardCoefficients<A>* c, std::size_t ahead_rows) {
+  if constexpr (!kBackwardReadsAhead<A, T>) {
+    if (!a.wide_reads_ahead) return backward_tile<Rows, Centered, Gamma, Beta, Dx, Stream, false>(a, first, c, ahead_rows);
+  }
+  backward_tile<Rows, Centered, Gamma, Beta, Dx, Stream, true>(a, first, c, ahead_rows);
 }
 
 /// A row's second pass (a BackwardTile of one row) as the writer of the next row's first pass
@@ -1640,16 +1657,16 @@ struct TileWriter {
 };
 
 /// Row i's x, where a first pass reads ahead (its first half, see write_row), or nullptr past `end`
-/// or where backward passes read nothing ahead (kBackwardReadsAhead).
+/// or where backward passes read nothing ahead (backward_reads_ahead).
 template <class T>
 const T* next_x(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
-  return kBackwardReadsAhead<accum_t<T>, T> && i < end ? a.x + i * a.x_stride : nullptr;
+  return backward_reads_ahead(a) && i < end ? a.x + i * a.x_stride : nullptr;
 }
 
 /// Row i's dy, where a first pass in tiles also reads ahead, or nullptr as for next_x.
 template <class T>
 const T* next_dy(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
-  return kBackwardReadsAhead<accum_t<T>, T> && i < end ? a.dy + i * a.dy_stride : nullptr;
+  return backward_reads_ahead(a) && i < end ? a.dy + i * a.dy_stride : nullptr;
 }
 
 /// The second pass's coefficients of a LayerNorm row from its sums Σg, Σg·x̃, Σx̃ over n.
@@ -2005,7 +2022,7 @@ void backward_fused(const BackwardRows<T>& a, std::size_t begin, std::size_t end
     const Tile tile(a, i, &c);
     c = Norm::coefficients(a, i + 1, nullptr, nullptr, TileWriter<Tile>{tile});
   }
-  backward_tile<1, Norm::kCentered, Gamma, Beta, Dx, false>(a, end - 1, &c, 0);
+  backward_tile<1, Norm::kCentered, Gamma, Beta, Dx, false, kBackwardReadsAhead<A, T>>(a, end - 1, &c, 0);
 }
 
 /// Rows [begin, end) in two passes: fused where the norm and the pass allow it (see
@@ -2029,12 +2046,12 @@ void backward_in_tiles(const BackwardRows<T>& a, std::size_t begin, std::size_t 
         c[k] = Norm::coefficients(a, i + k, next_x(a, ahead, end), next_dy(a, ahead, end));
       }
       const std::size_t next = i + kTileRows;
-      backward_tile<kTileRows, kCentered, Gamma, Beta, Dx, Stream>(a, i, c, end - next < kTileRows ? end - next : kTileRows);
+      backward_tile_of<kTileRows, kCentered, Gamma, Beta, Dx, Stream>(a, i, c, end - next < kTileRows ? end - next : kTileRows);
     }
   }
   for (; i < end; ++i) {
     const BackwardCoefficients<A> c = Norm::coefficients(a, i, next_x(a, i + 1, end), nullptr);
-    backward_tile<1, kCentered, Gamma, Beta, Dx, Stream>(a, i, &c, i + 1 < end ? 1 : 0);
+    backward_tile_of<1, kCentered, Gamma, Beta, Dx, Stream>(a, i, &c, i + 1 < end ? 1 : 0);
   }
 }
 

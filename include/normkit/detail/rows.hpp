@@ -43,6 +43,7 @@ struct BackwardRows {
   A* grad_beta;      // nullptr: not wanted; otherwise dy of every row is added in
   bool stream;       // dx bypasses the cache (see should_stream)
   bool in_cache;     // x, dy and dx leave at least half the last-level cache free (see fits_cache)
+  bool wide_reads_ahead;  // vectors of more than 32 bytes read ahead too (see wide_backward_reads_ahead)
 };
 
 }  // namespace normkit::detail
