@@ -960,6 +960,17 @@ inline constexpr std::size_t kCachedGroupBytes = 12 * 1024;
 /// pairs gained at 4096 floats on Zen 4 (32 KiB L1), in the same harness: 1024×4096 30.0 →
 /// 32.0, 768×4096 21.4 → 26.1, 8192×4096 18.6 → 21.1, 64×4096 (in L2) 33.9 → 35.6. The
 /// 4096-float pairs have not been measured again on a Zen 5 since.
+///
+/// The blocks end where the pair's first row of y starts a whole vector: the first block takes
+/// the unaligned head as well. Blocks from column 0 on had, for a y off a vector boundary (a
+/// std::vector's 16-byte-aligned data), begun and ended mid-line, and where the row is streamed
+/// each such line took ordinary masked stores between the non-temporal stores of its
+/// neighbours, 16 of them in a 4096-float row. Predicted: such a y back to near an aligned
+/// one's speed. Measured (Zen 4, AVX-512, floats, one thread, standalone harness, x and y 16
+/// bytes past a line, medians of 11 paired trials in both orders of the builds), time: 1024×4096
+/// 0.75, 256×16384 0.69, 8192×4096 0.60, to 32–34 GB/s where an aligned y runs at 35–37; aligned,
+/// 0.99. Blocks of 4 and 8 KiB from column 0 had won half to most of this for unaligned rows
+/// and nothing for aligned ones.
 inline constexpr std::size_t kPairMinRowBytes = 16 * 1024;
 inline constexpr std::size_t kColumnBytes = 2048;
 
@@ -1327,8 +1338,9 @@ void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t e
       stats[k] = Norm::statistics(a, a.x + i * a.x_stride, next_row(a, i + group, end, 0));
     }
     for (std::size_t k = 0; k < count; ++k) Norm::save(a, first + k, stats[k]);
-    for (std::size_t from = 0; from < a.features; from += block) {
-      const Columns c{from, a.features - from < block ? a.features - from : block};
+    std::size_t width = block + (pairs ? unaligned_head<accum_t<T>>(a.y + first * a.y_stride) : 0);
+    for (std::size_t from = 0; from < a.features; from += width, width = block) {
+      const Columns c{from, a.features - from < width ? a.features - from : width};
       for (std::size_t k = 0; k < count; ++k) {
         const std::size_t i = first + k;
         Norm::template output<Stream>(a, a.x + i * a.x_stride, a.y + i * a.y_stride, stats[k], c,
