@@ -88,6 +88,45 @@ TEST_CASE("an output starting anywhere in a cache line gets the same values", "[
   });
 }
 
+TEST_CASE("a dx starting anywhere in a cache line gets the same values and gradients", "[rows]") {
+  // Streamed dx (as in the normkit.streaming run) moves the γ/β gradient partials to dx's
+  // place in its line: every start must give every dx value and every gradient sum, the same.
+  // 130 rows make three blocks of partials, the last of two rows; 100 floats go row by row,
+  // 1000 and 4096 in tiles.
+  const auto gradients = []<class Norm>(const Norm& norm) {
+    std::vector<double> all = widen(norm.grad_gamma());
+    if constexpr (is_layer_norm_v<Norm>) {
+      const std::vector<double> beta = widen(norm.grad_beta());
+      all.insert(all.end(), beta.begin(), beta.end());
+    }
+    return all;
+  };
+  for_each_norm([&]<class Norm>() {
+    using T = typename Norm::value_type;
+    constexpr std::size_t rows = 130;
+    for (const std::size_t features : {100u, 1000u, 4096u}) {
+      CAPTURE(features);
+      Norm norm(features);
+      randomize_parameters(norm, 1);
+      const auto x = test_rows<T>(rows, features, 0, 2);
+      const auto dy = normal_values<T>(rows * features, 0, 1, 3);
+      const Saved<Norm> saved = forward_train(norm, x);
+      norm.zero_grad();
+      const auto want_dx = backward(norm, dy, x, saved);
+      const auto want_grads = gradients(norm);
+      for (std::size_t skip = 0; skip < 64 / sizeof(T); ++skip) {
+        CAPTURE(skip);
+        values_t<Norm> storage;
+        const std::span<T> dx = on_line(storage, x.size() + skip).subspan(skip);
+        norm.zero_grad();
+        backward_into(norm, dy, x, saved, dx);
+        CHECK(same_bits<T>(dx, want_dx));
+        CHECK(gradients(norm) == want_grads);
+      }
+    }
+  });
+}
+
 TEST_CASE("in place gives bitwise the results of out of place", "[rows]") {
   for_each_norm([]<class Norm>() {
     using T = typename Norm::value_type;

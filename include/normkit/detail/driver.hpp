@@ -113,6 +113,11 @@ void add_into(A* out, const A* in, std::size_t n) {
   with_active_kernels<A>([&](auto kernels) { decltype(kernels)::add_into(out, in, n); });
 }
 
+template <class T>
+std::size_t gradient_offset(const BackwardRows<T>& args) {
+  return with_active_kernels<T>([&](auto kernels) { return decltype(kernels)::gradient_offset(args); });
+}
+
 /// Backward over `rows` rows. With grad_gamma (and grad_beta) given, the gradient sums over
 /// the rows are formed block by block, in `workspace`, and added into them once, at the end.
 template <norm_kind Kind, class T>
@@ -125,21 +130,23 @@ void backward(BackwardRows<T> args, std::size_t rows, accum_t<T>* grad_gamma, ac
     return;
   }
   const std::size_t f = args.features;
-  // β's partials follow γ's from the next cache line on, so that both start on one.
+  // Both partials start as far into a cache line as the kernels ask, β's on the line after
+  // γ's last value.
   constexpr std::size_t line = kLineBytes / sizeof(A);
-  const std::size_t beta_at = (f + line - 1) / line * line;
-  PairwiseSum<A, void (*)(A*, const A*, std::size_t)> partials(grad_beta != nullptr ? beta_at + f : f, &add_into<A>,
-                                                                     workspace);
+  const std::size_t gamma_at = gradient_offset(args);
+  const std::size_t beta_at = (gamma_at + f + line - 1) / line * line + gamma_at;
+  PairwiseSum<A, void (*)(A*, const A*, std::size_t)> partials(grad_beta != nullptr ? beta_at + f : gamma_at + f,
+                                                                     &add_into<A>, workspace);
   for (std::size_t begin = 0; begin < rows; begin += kGradBlockRows) {
     aligned_vector<A>& block = partials.next();
-    args.grad_gamma = block.data();
+    args.grad_gamma = block.data() + gamma_at;
     args.grad_beta = grad_beta != nullptr ? block.data() + beta_at : nullptr;
     backward_rows<Kind>(args, begin, begin + kGradBlockRows < rows ? begin + kGradBlockRows : rows);
     partials.commit();
   }
   if (rows == 0) return;
   const aligned_vector<A>& total = partials.total();
-  add_into(grad_gamma, total.data(), f);
+  add_into(grad_gamma, total.data() + gamma_at, f);
   if (grad_beta != nullptr) add_into(grad_beta, total.data() + beta_at, f);
 }
 
