@@ -314,6 +314,17 @@ values_t<Norm> backward(Norm& norm, const values_t<Norm>& dy, const values_t<Nor
   return dx;
 }
 
+/// Every accumulated gradient of the norm, exactly: grad_gamma, then grad_beta where it has one.
+template <class Norm>
+std::vector<double> all_gradients(const Norm& norm) {
+  std::vector<double> all = widen(norm.grad_gamma());
+  if constexpr (is_layer_norm_v<Norm>) {
+    const std::vector<double> beta = widen(norm.grad_beta());
+    all.insert(all.end(), beta.begin(), beta.end());
+  }
+  return all;
+}
+
 /// The double reference with the norm's own features, eps and parameters. LayerNorm rows may
 /// be passed as x − offset (see shifted()); the saved means then get the offset back.
 template <class Norm>

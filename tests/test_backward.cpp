@@ -161,34 +161,27 @@ TEST_CASE("backward adds into the gradients, zero_grad clears them, an empty dx 
       const auto x = test_rows<T>(rows, features, 0, 4);
       const auto dy = normal_values<T>(rows * features, 0, 1, 5);
       const Saved<Norm> saved = forward_train(norm, x);
-      const auto grads = [&] {
-        std::vector<double> all = widen(norm.grad_gamma());
-        if constexpr (is_layer_norm_v<Norm>) {
-          for (const A g : norm.grad_beta()) all.push_back(static_cast<double>(g));
-        }
-        return all;
-      };
       // The row blocks' sum is formed apart and added in once (DESIGN §2), so a second call adds
       // the same total again: one rounding per value.
       const double one_rounding = 2 * static_cast<double>(std::numeric_limits<A>::epsilon());
 
       const auto dx1 = backward(norm, dy, x, saved);
-      const std::vector<double> once = grads();
+      const std::vector<double> once = all_gradients(norm);
       const auto dx2 = backward(norm, dy, x, saved);
       std::vector<double> twice_want = once;
       for (double& g : twice_want) g *= 2;
       CHECK(same_bits(dx1, dx2));
-      check_within(norm_name<Norm>() + " second backward adds", worst_vs_peak(grads(), twice_want), one_rounding);
+      check_within(norm_name<Norm>() + " second backward adds", worst_vs_peak(all_gradients(norm), twice_want), one_rounding);
 
       norm.zero_grad();
-      CHECK(count_nonzero(grads()) == 0);
+      CHECK(count_nonzero(all_gradients(norm)) == 0);
       backward(norm, dy, x, saved);
-      CHECK(grads() == once);
+      CHECK(all_gradients(norm) == once);
 
       norm.zero_grad();
       backward_into(norm, dy, x, saved, {});
-      if (features > 1000) CHECK(grads() == once);  // the same tiles, without dx
-      check_within(norm_name<Norm>() + " backward without dx", worst_vs_peak(grads(), once), one_rounding);
+      if (features > 1000) CHECK(all_gradients(norm) == once);  // the same tiles, without dx
+      check_within(norm_name<Norm>() + " backward without dx", worst_vs_peak(all_gradients(norm), once), one_rounding);
 
       // backward() keeps its partials' buffers from call to call: a call over 3 rows (one block,
       // not three) leaves nothing behind for the next.
@@ -197,7 +190,7 @@ TEST_CASE("backward adds into the gradients, zero_grad clears them, an empty dx 
       backward(norm, dy3, x3, forward_train(norm, x3));
       norm.zero_grad();
       backward(norm, dy, x, saved);
-      CHECK(grads() == once);
+      CHECK(all_gradients(norm) == once);
     }
   });
 }
