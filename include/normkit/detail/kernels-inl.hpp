@@ -1304,6 +1304,7 @@ bool fused_pass(const ForwardRows<T>& a) {
 /// at 16384×2048, whose 8 KiB rows fill a quarter of that L1 each.
 template <bool Stream, class Norm, class T>
 void forward_fused(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
+  if (begin == end) return;
   const std::size_t n = a.features;
   const auto x_of = [&](std::size_t i) { return a.x + i * a.x_stride; };
   typename Norm::Row row = Norm::statistics(a, x_of(begin), nullptr);
