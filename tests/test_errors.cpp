@@ -105,6 +105,8 @@ TEST_CASE("constructors reject features = 0 and a negative or non-finite eps", "
       CAPTURE(eps);
       check_message(invalid_argument_message([&] { make_norm<Norm>(4, eps); }), fn, {"eps"});
     }
+    // The message shows the value as given, not rounded to six decimals.
+    check_message(invalid_argument_message([] { make_norm<Norm>(4, -1e-9); }), fn, {"eps = -1e-09 "});
   });
 }
 

@@ -2,6 +2,7 @@
 // run all of them before writing anything.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -37,7 +38,11 @@ inline void check_features(const char* fn, std::size_t features) {
 
 inline void check_eps(const char* fn, double eps) {
   if (!(eps >= 0) || !std::isfinite(eps)) {
-    fail(std::string(fn) + ": eps = " + std::to_string(eps) + " must be finite and >= 0");
+    // The shortest form that reads back as eps: std::to_string's six decimals showed -1e-9 as
+    // "-0.000000".
+    char text[32];
+    const std::to_chars_result end = std::to_chars(text, text + sizeof text, eps);
+    fail(std::string(fn) + ": eps = " + std::string(text, end.ptr) + " must be finite and >= 0");
   }
 }
 
