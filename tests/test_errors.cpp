@@ -90,6 +90,35 @@ std::array<InOut<T>, 2> partial_overlaps(std::span<T> buffer) {
   return {{{buffer.first(91), buffer.last(91)}, {buffer.last(91), buffer.first(91)}}};
 }
 
+template <class A>
+struct Own {
+  std::string name;
+  std::span<A> values;
+};
+
+/// The norm's own arrays by the names its messages use: γ and its gradient, and β and its
+/// gradient for LayerNorm.
+template <class Norm>
+std::vector<Own<typename Norm::accum_type>> own_arrays(Norm& norm) {
+  std::vector<Own<typename Norm::accum_type>> own{{"gamma", norm.gamma()}, {"grad_gamma", norm.grad_gamma()}};
+  if constexpr (is_layer_norm_v<Norm>) {
+    own.push_back({"beta", norm.beta()});
+    own.push_back({"grad_beta", norm.grad_beta()});
+  }
+  return own;
+}
+
+/// Every value of the norm's own arrays, exactly, to check that a failed call wrote none.
+template <class Norm>
+std::vector<double> own_values(Norm& norm) {
+  std::vector<double> all;
+  for (const auto& own : own_arrays(norm)) {
+    const std::vector<double> values = widen(own.values);
+    all.insert(all.end(), values.begin(), values.end());
+  }
+  return all;
+}
+
 template <class Norm>
 std::string class_name() {
   return is_layer_norm_v<Norm> ? "normkit::LayerNorm" : "normkit::RMSNorm";
@@ -163,11 +192,28 @@ TEST_CASE("forward rejects bad sizes and overlap, writing nothing", "[errors]") 
       check_message(invalid_argument_message([&] { f.train(x, y, all.first(13), all.last(13)); }), fn, {"overlap"});
       CHECK(stats == std::vector<A>(20, A(F::sentinel)));
     }
-    if constexpr (std::is_same_v<T, A>) {
-      INFO("y overlapping gamma (an input too)");
-      const std::vector<A> gamma_before(f.norm.gamma().begin(), f.norm.gamma().end());
-      check_message(invalid_argument_message([&] { f.norm.forward(x.first(7), f.norm.gamma()); }), fn, {"gamma"});
-      CHECK(std::equal(gamma_before.begin(), gamma_before.end(), f.norm.gamma().begin()));
+    {
+      INFO("y or a saved statistic in the norm's own arrays");
+      // One row, so that its one statistic fits inside γ or a gradient.
+      const std::span<const T> row = x.first(F::features);
+      const std::span<T> row_out = y.first(F::features);
+      const std::span<A> mean(f.mean), rstd(f.rstd);
+      const std::vector<double> before = own_values(f.norm);
+      for (const auto& own : own_arrays(f.norm)) {
+        CAPTURE(own.name);
+        const std::string piece = "overlaps " + own.name + " (";
+        check_message(invalid_argument_message([&] { f.train(row, row_out, mean, own.values.last(1)); }), fn,
+                      {": rstd (", piece});
+        if constexpr (is_layer_norm_v<Norm>) {
+          check_message(invalid_argument_message([&] { f.train(row, row_out, own.values.first(1), rstd); }), fn,
+                        {": mean (", piece});
+        }
+        if constexpr (std::is_same_v<T, A>) {
+          check_message(invalid_argument_message([&] { f.norm.forward(row, own.values); }), fn, {": y (", piece});
+          check_message(invalid_argument_message([&] { f.train(row, own.values, mean, rstd); }), fn, {": y (", piece});
+        }
+      }
+      CHECK(own_values(f.norm) == before);
     }
     CHECK(f.untouched());
   });
@@ -223,6 +269,72 @@ TEST_CASE("backward rejects bad sizes and overlap, writing nothing", "[errors]")
         CHECK(same_bits(buffer, before));
       }
     }
+    {
+      INFO("an argument in the gradients, or dx in any of the norm's own arrays");
+      // One row, so that its one statistic, or the whole row, fits inside γ or a gradient.
+      const std::span<const T> dy_row = dy.first(F::features), x_row = x.first(F::features);
+      const std::span<T> dx_row = dx.first(F::features);
+      const std::vector<double> before = own_values(f.norm);
+      for (const auto& own : own_arrays(f.norm)) {
+        CAPTURE(own.name);
+        const std::string piece = "overlaps " + own.name + " (";
+        const std::span<const A> inside = own.values.first(1);
+        if (own.name.starts_with("grad_")) {
+          for (const std::span<T> out : {dx_row, std::span<T>()}) {
+            CAPTURE(out.size());
+            check_message(invalid_argument_message([&] { f.back(dy_row, x_row, mean, inside, out); }), fn,
+                          {": rstd (", piece});
+            if constexpr (is_layer_norm_v<Norm>) {
+              check_message(invalid_argument_message([&] { f.back(dy_row, x_row, inside, rstd, out); }), fn,
+                            {": mean (", piece});
+            }
+            if constexpr (std::is_same_v<T, A>) {
+              check_message(invalid_argument_message([&] { f.back(own.values, x_row, mean, rstd, out); }), fn,
+                            {": dy (", piece});
+              check_message(invalid_argument_message([&] { f.back(dy_row, own.values, mean, rstd, out); }), fn,
+                            {": x (", piece});
+            }
+          }
+        }
+        if constexpr (std::is_same_v<T, A>) {
+          check_message(invalid_argument_message([&] { f.back(dy_row, x_row, mean, rstd, own.values); }), fn,
+                        {": dx (", piece});
+        }
+      }
+      CHECK(own_values(f.norm) == before);
+    }
     CHECK(f.untouched());
+  });
+}
+
+TEST_CASE("backward takes statistics longer than the rows with dx beside their first rows", "[errors]") {
+  // The statistics beyond the rows are neither read nor written, so dx may lie there, as
+  // training forward allows for y.
+  for_each_norm([]<class Norm>() {
+    using T = typename Norm::value_type;
+    using A = typename Norm::accum_type;
+    if constexpr (std::is_same_v<T, A>) {
+      constexpr std::size_t features = 7, rows = 13;
+      Norm norm(features), separate(features);
+      randomize_parameters(norm, 5);
+      randomize_parameters(separate, 5);
+      const values_t<Norm> x = test_rows<T>(rows, features, 0, 1), dy = normal_values<T>(rows * features, 0, 1, 2);
+      const Saved<Norm> saved = forward_train(norm, x);
+      const values_t<Norm> want = backward(separate, dy, x, saved);
+
+      // [statistic of each row | dx], one buffer: the statistic's span runs to its end.
+      std::vector<A> buffer(rows + rows * features);
+      const std::span<A> all(buffer);
+      const std::span<T> dx = all.last(rows * features);
+      if constexpr (is_layer_norm_v<Norm>) {
+        std::copy(saved.mean.begin(), saved.mean.end(), buffer.begin());
+        norm.backward(dy, x, all, saved.rstd, dx);
+      } else {
+        std::copy(saved.rstd.begin(), saved.rstd.end(), buffer.begin());
+        norm.backward(dy, x, all, dx);
+      }
+      CHECK(same_bits(std::span<const T>(dx), std::span<const T>(want)));
+      CHECK(all_gradients(norm) == all_gradients(separate));
+    }
   });
 }

@@ -63,14 +63,14 @@ class LayerNorm {
   /// Inference: y = normalized x, for rows = x.size() / features rows, row-major.
   /// y may be the very same memory as x. Throws std::invalid_argument, before writing
   /// anything, if x.size() is not a multiple of features, y.size() != x.size(), or y partly
-  /// overlaps x (or γ/β).
+  /// overlaps x (or γ, β or the gradients).
   void operator()(std::span<const T> x, std::span<T> y) const { forward(x, y); }
   void forward(std::span<const T> x, std::span<T> y) const {
     run_forward("normkit::LayerNorm::forward", x, y, {}, {}, false);
   }
   /// Training: also writes each row's mean and rstd = 1/sqrt(var + eps) into mean[0, rows)
   /// and rstd[0, rows), for backward(). Throws as above, and if mean or rstd has fewer than
-  /// rows values or overlaps another argument.
+  /// rows values or overlaps another argument or the norm's own arrays.
   void forward(std::span<const T> x, std::span<T> y, std::span<accum_type> mean,
                std::span<accum_type> rstd) const {
     run_forward("normkit::LayerNorm::forward", x, y, mean, rstd, true);
@@ -80,7 +80,8 @@ class LayerNorm {
   /// saved for those rows: writes dx (skipped when dx is empty; may be the very same memory
   /// as dy or x) and adds Σ dy·x̂ into grad_gamma() and Σ dy into grad_beta(). Throws
   /// std::invalid_argument, before writing anything, on sizes that do not match x, mean or
-  /// rstd shorter than the rows, or partial overlap.
+  /// rstd shorter than the rows, partial overlap, or any argument sharing memory with the
+  /// gradients (or dx with γ/β).
   void backward(std::span<const T> dy, std::span<const T> x, std::span<const accum_type> mean,
                 std::span<const accum_type> rstd, std::span<T> dx) {
     const char* fn = "normkit::LayerNorm::backward";
@@ -88,12 +89,19 @@ class LayerNorm {
     detail::check_same_size(fn, "dy", dy.size(), "x", x.size());
     detail::check_per_row(fn, "mean", mean.size(), rows);
     detail::check_per_row(fn, "rstd", rstd.size(), rows);
+    const auto used_mean = mean.first(rows), used_rstd = rstd.first(rows);
+    const detail::OwnArrays<accum_type> own = own_arrays();
+    own.check_backward_input(fn, "dy", dy);
+    own.check_backward_input(fn, "x", x);
+    own.check_backward_input(fn, "mean", used_mean);
+    own.check_backward_input(fn, "rstd", used_rstd);
     if (!dx.empty()) {
       detail::check_same_size(fn, "dx", dx.size(), "x", x.size());
       detail::check_in_place_or_disjoint(fn, "dx", dx, "dy", dy);
       detail::check_in_place_or_disjoint(fn, "dx", dx, "x", x);
-      detail::check_disjoint(fn, "dx", dx, "mean", mean);
-      detail::check_disjoint(fn, "dx", dx, "rstd", rstd);
+      detail::check_disjoint(fn, "dx", dx, "mean", used_mean);
+      detail::check_disjoint(fn, "dx", dx, "rstd", used_rstd);
+      own.check_output(fn, "dx", dx);
     }
     const std::size_t arrays = detail::backward_arrays(dy.data(), x.data(), dx.data());
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
@@ -112,8 +120,8 @@ class LayerNorm {
     const std::size_t rows = detail::check_rows(fn, "x", x.size(), features_);
     detail::check_same_size(fn, "y", y.size(), "x", x.size());
     detail::check_in_place_or_disjoint(fn, "y", y, "x", x);
-    detail::check_disjoint(fn, "y", y, "gamma", std::span<const accum_type>(gamma_));
-    detail::check_disjoint(fn, "y", y, "beta", std::span<const accum_type>(beta_));
+    const detail::OwnArrays<accum_type> own = own_arrays();
+    own.check_output(fn, "y", y);
     if (training) {
       detail::check_per_row(fn, "mean", mean.size(), rows);
       detail::check_per_row(fn, "rstd", rstd.size(), rows);
@@ -123,6 +131,8 @@ class LayerNorm {
       detail::check_disjoint(fn, "mean", used_mean, "y", y);
       detail::check_disjoint(fn, "rstd", used_rstd, "x", x);
       detail::check_disjoint(fn, "rstd", used_rstd, "y", y);
+      own.check_output(fn, "mean", used_mean);
+      own.check_output(fn, "rstd", used_rstd);
     }
     const std::size_t arrays = y.data() == x.data() ? 1 : 2;
     const bool stream = detail::should_stream(y.size_bytes(), arrays);
@@ -134,6 +144,8 @@ class LayerNorm {
                                       detail::fits_cache(y.size_bytes(), arrays)};
     detail::forward_rows<detail::norm_kind::layer>(args, rows);
   }
+
+  detail::OwnArrays<accum_type> own_arrays() const noexcept { return {gamma_, beta_, grad_gamma_, grad_beta_}; }
 
   std::size_t features_;
   LayerNormOptions options_;

@@ -50,13 +50,14 @@ class RMSNorm {
   /// Inference: y = normalized x, for rows = x.size() / features rows, row-major.
   /// y may be the very same memory as x. Throws std::invalid_argument, before writing
   /// anything, if x.size() is not a multiple of features, y.size() != x.size(), or y partly
-  /// overlaps x (or γ).
+  /// overlaps x (or γ or its gradient).
   void operator()(std::span<const T> x, std::span<T> y) const { forward(x, y); }
   void forward(std::span<const T> x, std::span<T> y) const {
     run_forward("normkit::RMSNorm::forward", x, y, {}, false);
   }
   /// Training: also writes each row's rstd = 1/sqrt(mean(x²) + eps) into rstd[0, rows), for
-  /// backward(). Throws as above, and if rstd has fewer than rows values or overlaps x or y.
+  /// backward(). Throws as above, and if rstd has fewer than rows values or overlaps x, y, γ
+  /// or its gradient.
   void forward(std::span<const T> x, std::span<T> y, std::span<accum_type> rstd) const {
     run_forward("normkit::RMSNorm::forward", x, y, rstd, true);
   }
@@ -64,17 +65,24 @@ class RMSNorm {
   /// Gradients for the rows of x, given dy = ∂loss/∂y and the rstd that training forward saved:
   /// writes dx (skipped when dx is empty; may be the very same memory as dy or x) and adds
   /// Σ dy·x̂ into grad_gamma(). Throws std::invalid_argument, before writing anything, on
-  /// sizes that do not match x, rstd shorter than the rows, or partial overlap.
+  /// sizes that do not match x, rstd shorter than the rows, partial overlap, or any argument
+  /// sharing memory with grad_gamma() (or dx with γ).
   void backward(std::span<const T> dy, std::span<const T> x, std::span<const accum_type> rstd, std::span<T> dx) {
     const char* fn = "normkit::RMSNorm::backward";
     const std::size_t rows = detail::check_rows(fn, "x", x.size(), features_);
     detail::check_same_size(fn, "dy", dy.size(), "x", x.size());
     detail::check_per_row(fn, "rstd", rstd.size(), rows);
+    const auto used_rstd = rstd.first(rows);
+    const detail::OwnArrays<accum_type> own = own_arrays();
+    own.check_backward_input(fn, "dy", dy);
+    own.check_backward_input(fn, "x", x);
+    own.check_backward_input(fn, "rstd", used_rstd);
     if (!dx.empty()) {
       detail::check_same_size(fn, "dx", dx.size(), "x", x.size());
       detail::check_in_place_or_disjoint(fn, "dx", dx, "dy", dy);
       detail::check_in_place_or_disjoint(fn, "dx", dx, "x", x);
-      detail::check_disjoint(fn, "dx", dx, "rstd", rstd);
+      detail::check_disjoint(fn, "dx", dx, "rstd", used_rstd);
+      own.check_output(fn, "dx", dx);
     }
     const std::size_t arrays = detail::backward_arrays(dy.data(), x.data(), dx.data());
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
@@ -93,11 +101,14 @@ class RMSNorm {
     const std::size_t rows = detail::check_rows(fn, "x", x.size(), features_);
     detail::check_same_size(fn, "y", y.size(), "x", x.size());
     detail::check_in_place_or_disjoint(fn, "y", y, "x", x);
-    detail::check_disjoint(fn, "y", y, "gamma", std::span<const accum_type>(gamma_));
+    const detail::OwnArrays<accum_type> own = own_arrays();
+    own.check_output(fn, "y", y);
     if (training) {
       detail::check_per_row(fn, "rstd", rstd.size(), rows);
-      detail::check_disjoint(fn, "rstd", rstd.first(rows), "x", x);
-      detail::check_disjoint(fn, "rstd", rstd.first(rows), "y", y);
+      const auto used_rstd = rstd.first(rows);
+      detail::check_disjoint(fn, "rstd", used_rstd, "x", x);
+      detail::check_disjoint(fn, "rstd", used_rstd, "y", y);
+      own.check_output(fn, "rstd", used_rstd);
     }
     const std::size_t arrays = y.data() == x.data() ? 1 : 2;
     const bool stream = detail::should_stream(y.size_bytes(), arrays);
@@ -107,6 +118,8 @@ class RMSNorm {
                                       detail::fits_cache(y.size_bytes(), arrays)};
     detail::forward_rows<detail::norm_kind::rms>(args, rows);
   }
+
+  detail::OwnArrays<accum_type> own_arrays() const noexcept { return {gamma_, {}, grad_gamma_, {}}; }
 
   std::size_t features_;
   RMSNormOptions options_;

@@ -90,4 +90,25 @@ void check_disjoint(const char* fn, const char* a_name, std::span<U> a, const ch
   }
 }
 
+/// The arrays a functor owns: γ, β and the gradients (empty where the norm has none). No call
+/// may write into any of them through an argument (forward() is const, and backward() would
+/// wreck the γ it reads or the sums it adds to), and backward() must not read an argument that
+/// its own gradient sums overwrite as it goes.
+template <class A>
+struct OwnArrays {
+  std::span<const A> gamma, beta, grad_gamma, grad_beta;
+
+  template <class U>
+  void check_output(const char* fn, const char* name, std::span<U> out) const {
+    check_disjoint(fn, name, out, "gamma", gamma);
+    check_disjoint(fn, name, out, "beta", beta);
+    check_backward_input(fn, name, out);
+  }
+  template <class U>
+  void check_backward_input(const char* fn, const char* name, std::span<U> in) const {
+    check_disjoint(fn, name, in, "grad_gamma", grad_gamma);
+    check_disjoint(fn, name, in, "grad_beta", grad_beta);
+  }
+};
+
 }  // namespace normkit::detail
