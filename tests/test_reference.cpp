@@ -65,6 +65,56 @@ TEST_CASE("reference RMSNorm of [1, 2, 3, 4]: mean square 7.5", "[reference]") {
 
 namespace {
 
+std::vector<double> times_power_of_two(std::vector<double> values, int exponent) {
+  for (double& v : values) v = std::ldexp(v, exponent);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("reference results scale exactly with rows of magnitude 1e-271 to 1e301", "[reference]") {
+  // x·2^k gives mean·2^k, rstd and dx·2^-k, and the same y and gradients, bit for bit (eps = 0):
+  // the squares of such rows overflow or vanish in double unless the reference scales them.
+  constexpr std::size_t features = 33, rows = 3;
+  const std::vector<double> x = Random(1).normal(rows * features, 0.5, 1.5), dy = Random(2).normal(rows * features, 0, 1),
+                            gamma = Random(3).normal(features, 1, 0.5), beta = Random(4).normal(features, 0, 0.5);
+  const reference::Forward ln = reference::layer_norm_forward(x, features, gamma, beta, 0);
+  const reference::Forward rms = reference::rms_norm_forward(x, features, gamma, 0);
+  const reference::Backward ln_back = reference::layer_norm_backward(dy, x, features, gamma, 0);
+  const reference::Backward rms_back = reference::rms_norm_backward(dy, x, features, gamma, 0);
+  for (const int k : {-900, -600, -300, 300, 600, 1000}) {
+    CAPTURE(k);
+    const std::vector<double> scaled = times_power_of_two(x, k);
+    const reference::Forward ln_k = reference::layer_norm_forward(scaled, features, gamma, beta, 0);
+    CHECK(ln_k.y == ln.y);
+    CHECK(ln_k.mean == times_power_of_two(ln.mean, k));
+    CHECK(ln_k.rstd == times_power_of_two(ln.rstd, -k));
+    const reference::Forward rms_k = reference::rms_norm_forward(scaled, features, gamma, 0);
+    CHECK(rms_k.y == rms.y);
+    CHECK(rms_k.rstd == times_power_of_two(rms.rstd, -k));
+    const reference::Backward ln_back_k = reference::layer_norm_backward(dy, scaled, features, gamma, 0);
+    CHECK(ln_back_k.dx == times_power_of_two(ln_back.dx, -k));
+    CHECK(ln_back_k.grad_gamma == ln_back.grad_gamma);
+    CHECK(ln_back_k.grad_beta == ln_back.grad_beta);
+    const reference::Backward rms_back_k = reference::rms_norm_backward(dy, scaled, features, gamma, 0);
+    CHECK(rms_back_k.dx == times_power_of_two(rms_back.dx, -k));
+    CHECK(rms_back_k.grad_gamma == rms_back.grad_gamma);
+
+    // An eps of 1e-5 cannot show beside a variance of 1e180, and is all there is beside 1e-180.
+    const double eps = 1e-5;
+    if (k > 0) {
+      CHECK(reference::layer_norm_forward(scaled, features, gamma, beta, eps).rstd == ln_k.rstd);
+      CHECK(reference::rms_norm_forward(scaled, features, gamma, eps).rstd == rms_k.rstd);
+    } else {
+      const std::vector<double> eps_only(rows, 1 / std::sqrt(eps));
+      CHECK(reference::layer_norm_forward(scaled, features, gamma, beta, eps).rstd == eps_only);
+      CHECK(reference::rms_norm_forward(scaled, features, gamma, eps).rstd == eps_only);
+    }
+  }
+}
+
+namespace {
+
 // L = Σ w·y for random w, so dy = w; x, γ, β random; 3 rows of 7 and 3 rows of 33.
 struct FiniteDifferenceCase {
   std::size_t features;
