@@ -53,9 +53,19 @@ struct Simd {
   static vec add(vec a, vec b) { return a + b; }
   static vec sub(vec a, vec b) { return a - b; }
   static vec mul(vec a, vec b) { return a * b; }
-  // Not std::fma: without hardware FMA it is a slow library call, and no kernel needs the
-  // single rounding (its products by powers of two are exact).
-  static vec mul_add(vec a, vec b, vec c) { return a * b + c; }
+  // Fused where the machine has an FMA, as every SIMD mul_add is. Left as a·b + c there, it was
+  // the compiler's to fuse (GCC's default -ffp-contract=fast), and GCC chose by the code around
+  // it: on AArch64 a short row's x̂ = t·r − correction was one fmadd in a group of LayerNorm
+  // rows but an fmul and an fsub row by row, where t·r had merged with lane_sums' x̃ = t·r, so
+  // the row's dx depended on its batch. Without hardware FMA, std::fma is a slow library call,
+  // and no kernel needs the single rounding (its products by powers of two are exact).
+  static vec mul_add(vec a, vec b, vec c) {
+#if defined(__FP_FAST_FMA) && defined(__FP_FAST_FMAF)
+    return std::fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+  }
   static vec abs(vec v) { return std::fabs(v); }
   static vec max(vec a, vec b) { return a > b ? a : b; }
   static A sum(vec v) { return v; }
