@@ -66,6 +66,33 @@ TEST_CASE("a batch of some rows gives bitwise those rows of a batch of 64", "[ro
   });
 }
 
+TEST_CASE("a short row's backward gives the same dx alone as in a batch too large for the cache", "[rows]") {
+  // Short LayerNorm rows go backward by groups where x, dy and dx fit half the cache, and row
+  // by row past it (see layer_norm_backward_group). The batch here just passes that limit; the
+  // rows alone fit it. (Under normkit.streaming and normkit.single_rows the limit is 0 and both
+  // go row by row.)
+  for_each_norm([]<class Norm>() {
+    using T = typename Norm::value_type;
+    const std::size_t limit =
+        normkit::detail::bytes_from_environment("NORMKIT_GROUP_MAX_BYTES", normkit::detail::stream_min_bytes() / 2);
+    for (const std::size_t features : {8u, 64u, 100u}) {
+      CAPTURE(features);
+      const std::size_t rows = std::max<std::size_t>(limit / (3 * features * sizeof(T)) + 1, 32);
+      Norm norm(features);
+      randomize_parameters(norm, 1);
+      const auto x = test_rows<T>(rows, features, 0, 2);
+      const auto dy = normal_values<T>(rows * features, 0, 1, 3);
+      const auto batch_dx = backward(norm, dy, x, forward_train(norm, x));
+      for (const std::size_t row : {std::size_t{0}, std::size_t{1}, std::size_t{17}, rows / 2, rows - 1}) {
+        CAPTURE(row);
+        const auto one = [&](const auto& v) { return rows_of(v, row, 1, features); };
+        const auto xs = one(x);
+        CHECK(same_bits(backward(norm, one(dy), xs, forward_train(norm, xs)), one(batch_dx)));
+      }
+    }
+  });
+}
+
 TEST_CASE("an output starting anywhere in a cache line gets the same values", "[rows]") {
   // Long LayerNorm rows are written in blocks of columns whose ends follow y's alignment, and
   // streamed rows peel their unaligned head: every start must write every value, the same.

@@ -77,10 +77,12 @@ struct Simd<float> {
   static vec mul_add(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
   static vec abs(vec v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
   static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
+  // Adds the lanes in the order sums() does, (0 + 1) + (2 + 3) after the halves, so that a row
+  // summed alone and the same row summed among others agree bit for bit.
   static float sum(vec v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    s = _mm_add_ps(s, _mm_movehdup_ps(s));
+    s = _mm_add_ss(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(s);
   }
   // Halves of pairs, then two rounds of hadd: 15 instructions for 8 sums, where sum() takes 6
@@ -138,10 +140,10 @@ struct Simd<double> {
   static vec max(vec a, vec b) { return _mm256_max_pd(a, b); }
   static vec div(vec a, vec b) { return _mm256_div_pd(a, b); }
   static vec sqrt(vec v) { return _mm256_sqrt_pd(v); }
+  // As sums() adds: (0 + 1) + (2 + 3).
   static double sum(vec v) {
-    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
-    return _mm_cvtsd_f64(s);
+    const __m256d pairs = _mm256_hadd_pd(v, v);
+    return _mm_cvtsd_f64(_mm_add_sd(_mm256_castpd256_pd128(pairs), _mm256_extractf128_pd(pairs, 1)));
   }
   static vec sums(const vec* v) {
     const vec a = _mm256_hadd_pd(v[0], v[1]), b = _mm256_hadd_pd(v[2], v[3]);
