@@ -1892,7 +1892,8 @@ struct BackwardGroup {
 /// the same order (Simd::sum adds a vector's lanes as Simd::sums does), so its dx is the same
 /// bit for bit wherever the pass's size sends it. The coefficients had been computed a vector
 /// of rows at a time; row by row they cost 4% at 4096×64 floats (Zen 4, AVX-512 and AVX2,
-/// medians of 15 paired trials) and −4 to +5% at 1024×100 and 4096×256. The first phase runs
+/// medians of 15 paired trials) and −4 to +5% at 1024×100 and 4096×256; on a Zen 5, 7–9% at
+/// 4096×64 with AVX-512, 3% with AVX2, and 0–4% at 1024×100 and 4096×256. The first phase runs
 /// as the forward groups' do (see each_row), unrolled where a row takes at most a quarter of
 /// the registers.
 ///
