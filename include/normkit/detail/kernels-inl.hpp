@@ -1682,17 +1682,38 @@ const T* next_dy(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
   return backward_reads_ahead(a) && i < end ? a.dy + i * a.dy_stride : nullptr;
 }
 
-/// The second pass's coefficients of a LayerNorm row from its sums Σg, Σg·x̃, Σx̃ over n.
-/// Means multiply by inv_n = 1/n: three divisions (13 cycles of latency each, and they share
-/// the divider) were the hottest spot of a short row's critical path, and 1/n's rounding moves
-/// a coefficient by at most a unit in the last place of a double.
+/// The second pass's coefficients of LayerNorm rows from their sums Σg, Σg·x̃, Σx̃ over n, a
+/// row in each lane of double, negated for the FMAs of dx (see BackwardGroup). Means multiply
+/// by −1/n: three divisions (13 cycles of latency each, and they share the divider) were the
+/// hottest spot of a short row's critical path, and 1/n's rounding moves a coefficient by at
+/// most a unit in the last place of a double.
+///
+/// A row alone (broadcast to every lane) and the same row in a vector of rows take the same
+/// instructions, so they give the same coefficients bit for bit: the one sum of products,
+/// correction·mean_g − mean_gx, is an explicit FMA, and nothing else adds, so a compiler free
+/// to contract a product into an addition (GCC's vector intrinsics are plain arithmetic to it)
+/// finds nothing to choose. Hence the negative means: negated afterwards, as 0 − x, they would
+/// be such additions.
 struct LayerNormCoefficients {
-  double correction, dx_xhat, dx_const;
-  LayerNormCoefficients(const double (&sums)[3], double inv_n, double r) {
-    correction = sums[2] * inv_n;
-    const double mean_g = sums[0] * inv_n;
-    dx_xhat = r * (sums[1] * inv_n - correction * mean_g);
-    dx_const = r * mean_g;
+  using D = Simd<double>;
+  D::vec neg_correction, neg_dx_xhat, neg_dx_const;
+
+  NORMKIT_ALWAYS_INLINE LayerNormCoefficients(D::vec sum_g, D::vec sum_gx, D::vec sum_x, D::vec neg_inv_n, D::vec r) {
+    neg_correction = D::mul(sum_x, neg_inv_n);
+    const D::vec neg_mean_g = D::mul(sum_g, neg_inv_n);
+    neg_dx_xhat = D::mul(r, D::mul_add(neg_correction, neg_mean_g, D::mul(sum_gx, neg_inv_n)));
+    neg_dx_const = D::mul(r, neg_mean_g);
+  }
+
+  /// One row's, in every lane.
+  NORMKIT_ALWAYS_INLINE LayerNormCoefficients(const double (&sums)[3], double neg_inv_n, double r)
+      : LayerNormCoefficients(D::set(sums[0]), D::set(sums[1]), D::set(sums[2]), D::set(neg_inv_n), D::set(r)) {}
+
+  /// Lane 0 of v, for the row taken alone.
+  NORMKIT_ALWAYS_INLINE static double first(D::vec v) {
+    alignas(64) double lanes[D::lanes];
+    D::store(lanes, v);
+    return lanes[0];
   }
 };
 
@@ -1714,8 +1735,9 @@ struct LayerNormBackward {
     } else {
       row_sums<A, 3>(a.features, LayerNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums, ahead, ahead_dy);
     }
-    const LayerNormCoefficients c(sums, 1 / static_cast<double>(a.features), static_cast<double>(r));
-    return {mean, r, static_cast<A>(c.correction), static_cast<A>(c.dx_xhat), static_cast<A>(c.dx_const)};
+    const LayerNormCoefficients c(sums, -1 / static_cast<double>(a.features), static_cast<double>(r));
+    return {mean, r, static_cast<A>(-c.first(c.neg_correction)), static_cast<A>(-c.first(c.neg_dx_xhat)),
+            static_cast<A>(-c.first(c.neg_dx_const))};
   }
 };
 
@@ -1860,10 +1882,10 @@ NORMKIT_ALWAYS_INLINE void backward_in_registers(const BackwardRows<T>& a, std::
   if constexpr (Centered) {
     const double totals[3] = {static_cast<double>(S::sum(sums.g)), static_cast<double>(S::sum(sums.gx)),
                               static_cast<double>(S::sum(sums.x))};
-    const LayerNormCoefficients c(totals, inv_n, static_cast<double>(r));
-    neg_correction = S::set(static_cast<A>(-c.correction));
-    neg_dx_xhat = S::set(static_cast<A>(-c.dx_xhat));
-    neg_dx_const = S::set(static_cast<A>(-c.dx_const));
+    const LayerNormCoefficients c(totals, -inv_n, static_cast<double>(r));
+    neg_correction = S::set(static_cast<A>(c.first(c.neg_correction)));
+    neg_dx_xhat = S::set(static_cast<A>(c.first(c.neg_dx_xhat)));
+    neg_dx_const = S::set(static_cast<A>(c.first(c.neg_dx_const)));
   } else {
     neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sums.gx)) * inv_n));
   }
@@ -1887,23 +1909,24 @@ struct BackwardGroup {
 /// LayerNorm backward of the short rows [first, first + count), count ≤ Rows, each in Vectors
 /// registers, phase by phase as the short forward rows go (see layer_norm_short_rows): every
 /// row's sums Σg, Σg·x̃, Σx̃ from x and dy in registers, horizontal sums a vector of rows at a
-/// time (Simd::sums), then each row's coefficients, then every row's dx and gradient terms,
-/// from x and dy again, now in L1. Each row takes the operations of backward_in_registers, in
-/// the same order (Simd::sum adds a vector's lanes as Simd::sums does), so its dx is the same
-/// bit for bit wherever the pass's size sends it. The coefficients had been computed a vector
-/// of rows at a time; row by row they cost 4% at 4096×64 floats (Zen 4, AVX-512 and AVX2,
-/// medians of 15 paired trials) and −4 to +5% at 1024×100 and 4096×256; on a Zen 5, 7–9% at
-/// 4096×64 with AVX-512, 3% with AVX2, and 0–4% at 1024×100 and 4096×256. The first phase runs
-/// as the forward groups' do (see each_row), unrolled where a row takes at most a quarter of
-/// the registers.
+/// time (Simd::sums), then the coefficients a vector of rows at a time, then every row's dx
+/// and gradient terms, from x and dy again, now in L1. Each row takes the operations of
+/// backward_in_registers, in the same order (Simd::sum adds a vector's lanes as Simd::sums
+/// does, and LayerNormCoefficients' instructions are the same for a row alone), so its dx is
+/// the same bit for bit wherever the pass's size sends it. Coefficients computed row by row in
+/// scalar double instead had cost 7–9% at 4096×64 floats (Zen 5, AVX-512), 3% with AVX2 and
+/// 0–4% at 1024×100 and 4096×256 (medians of 15 paired trials). The first phase runs as the
+/// forward groups' do (see each_row), unrolled where a row takes at most a quarter of the
+/// registers.
 ///
-/// Row by row (backward_in_registers), each row's dx waited on three horizontal sums, scalar
-/// arithmetic in double and broadcasts. Predicted from the forward rows' gain when they went
-/// phase by phase (+24%): +20% at 64 floats. Measured (Zen 5, AVX-512, floats, one thread,
-/// medians of 40–60 paired trials against row by row), time: 512×64 0.72–0.85, 2048×64
-/// 0.90–0.95, 4096×64 0.90–0.95, 8192×64 0.93–0.96, 1024×128 and 4096×128 0.92–0.96, 4096×256
-/// 0.73–0.88. From memory it lost (65536×64: 1.2–1.4), and so did RMSNorm's rows, whose single
-/// sum leaves a shorter chain (4096×64 1.10, 4096×128 1.06–1.09): those go row by row.
+/// Row by row (backward_in_registers), each row's dx waited on three horizontal sums, the
+/// coefficients' arithmetic in double and broadcasts. Predicted from the forward rows' gain
+/// when they went phase by phase (+24%): +20% at 64 floats. Measured (Zen 5, AVX-512, floats,
+/// one thread, medians of 40–60 paired trials against row by row), time: 512×64 0.72–0.85,
+/// 2048×64 0.90–0.95, 4096×64 0.90–0.95, 8192×64 0.93–0.96, 1024×128 and 4096×128 0.92–0.96,
+/// 4096×256 0.73–0.88. From memory it lost (65536×64: 1.2–1.4), and so did RMSNorm's rows,
+/// whose single sum leaves a shorter chain (4096×64 1.10, 4096×128 1.06–1.09): those go row by
+/// row.
 template <std::size_t Vectors, std::size_t Rows, bool Gamma, bool Beta, bool Dx, class T, class A>
 NORMKIT_ALWAYS_INLINE void layer_norm_backward_group(const BackwardRows<T>& rows, std::size_t first, std::size_t count,
                                                      ShortRowGradients<Vectors, Gamma, Beta, A>& grads) {
@@ -1937,16 +1960,18 @@ NORMKIT_ALWAYS_INLINE void layer_norm_backward_group(const BackwardRows<T>& rows
   row_totals(part_g, sum_g);
   row_totals(part_gx, sum_gx);
   row_totals(part_x, sum_x);
-  // Row by row, in the very arithmetic of backward_in_registers, which takes these rows where
-  // the pass does not fit the cache: a row's dx must not depend on the batch it came in.
-  const double inv_n = 1 / static_cast<double>(n);
-  for (std::size_t k = 0; k < count; ++k) {
-    const double totals[3] = {static_cast<double>(sum_g[k]), static_cast<double>(sum_gx[k]), static_cast<double>(sum_x[k])};
-    const LayerNormCoefficients c(totals, inv_n, static_cast<double>(group.r[k]));
-    group.neg_correction[k] = static_cast<A>(-c.correction);
-    group.neg_dx_xhat[k] = static_cast<A>(-c.dx_xhat);
-    group.neg_dx_const[k] = static_cast<A>(-c.dx_const);
+  const typename D::vec neg_inv_n = D::set(-1 / static_cast<double>(n));
+  alignas(64) double wide[3][Rows];
+  NORMKIT_UNROLL
+  for (std::size_t k = 0; k < Rows; k += D::lanes) {
+    const LayerNormCoefficients c(D::load(sum_g + k), D::load(sum_gx + k), D::load(sum_x + k), neg_inv_n, D::load(group.r + k));
+    D::store(wide[0] + k, c.neg_correction);
+    D::store(wide[1] + k, c.neg_dx_xhat);
+    D::store(wide[2] + k, c.neg_dx_const);
   }
+  narrow(wide[0], group.neg_correction);
+  narrow(wide[1], group.neg_dx_xhat);
+  narrow(wide[2], group.neg_dx_const);
   for (std::size_t k = 0; k < count; ++k) {
     const std::size_t i = first + k;
     RegisterRow<Vectors, T, A> t(a.x + i * a.x_stride, n);
