@@ -26,9 +26,8 @@ std::vector<double> unit_rows(std::size_t features) {
   return x;
 }
 
-/// The rows of unit_rows(features) times 2^exponent, as T, against the reference of the stored
-/// values times 2^-exponent (exact in double) with eps·2^(−2·exponent): the same y, since
-/// x·s / sqrt(var(x·s) + eps) = x / sqrt(var(x) + eps/s²), and the same for RMSNorm.
+/// The rows of unit_rows(features) times 2^exponent, as T, against the reference on the same
+/// values, which scales each row by a power of two of its own (see normkit::reference).
 template <class Norm>
 void check_magnitude(std::size_t features, int exponent, bool zero_eps) {
   using T = typename Norm::value_type;
@@ -39,32 +38,20 @@ void check_magnitude(std::size_t features, int exponent, bool zero_eps) {
   std::vector<double> scaled = unit_rows(features);
   for (double& v : scaled) v = std::ldexp(v, exponent);
   const values_t<Norm> x = narrow<T>(scaled);
-  std::vector<double> x_ref = widen(x);
-  for (double& v : x_ref) v = std::ldexp(v, -exponent);
-  // eps/s² may overflow (s = 2^-1060): then y ≈ β within far less than any limit, as with DBL_MAX.
-  Norm scaled_eps =
-      make_norm<Norm>(features, std::min(std::ldexp(eps, -2 * exponent), std::numeric_limits<double>::max()));
-  randomize_parameters(scaled_eps, 3);
+  const normkit::reference::Forward want = reference_forward(norm, widen(x));
 
   const Saved<Norm> got = forward_train(norm, x);
   CHECK(count_finite(got.y) == got.y.size());
   CHECK(count_finite(got.mean) == got.mean.size());
-  check_within(norm_name<Norm>() + " y (magnitudes)", worst_relative(got.y, reference_forward(scaled_eps, x_ref).y),
-               limits<T>().forward);
-  // rstd = 1/sqrt(v·s² + eps) from the unit rows' variance (mean square) v, with the larger of
-  // s² and 1/s² kept out of range: for double rows of 1e-319 it is 1/sqrt(eps). Past A's range
-  // (eps = 0 and the smallest rows) it is saved as +Inf.
-  const std::vector<double> unit_rstd = reference_forward(make_norm<Norm>(features, 0), x_ref).rstd;
+  check_within(norm_name<Norm>() + " y (magnitudes)", worst_relative(got.y, want.y), limits<T>().forward);
+  // An rstd past A's range (eps = 0 and the smallest rows) is saved as +Inf.
   std::vector<double> got_rstd, want_rstd;
-  for (std::size_t i = 0; i < unit_rstd.size(); ++i) {
-    const double v = 1 / (unit_rstd[i] * unit_rstd[i]);
-    const double want = exponent >= 0 ? std::ldexp(1 / std::sqrt(v + std::ldexp(eps, -2 * exponent)), -exponent)
-                                      : 1 / std::sqrt(std::ldexp(v, 2 * exponent) + eps);
-    if (want > static_cast<double>(std::numeric_limits<typename Norm::accum_type>::max())) {
+  for (std::size_t i = 0; i < want.rstd.size(); ++i) {
+    if (want.rstd[i] > static_cast<double>(std::numeric_limits<typename Norm::accum_type>::max())) {
       CHECK(std::isinf(got.rstd[i]));
     } else {
       got_rstd.push_back(static_cast<double>(got.rstd[i]));
-      want_rstd.push_back(want);
+      want_rstd.push_back(want.rstd[i]);
     }
   }
   check_within(norm_name<Norm>() + " rstd (magnitudes)", worst_relative(got_rstd, want_rstd, 0), limits<T>().stats);
