@@ -1464,11 +1464,12 @@ struct RmsNormBackwardTerms {
   }
 };
 
-/// A row's constants for the second pass: x̂ = (x − mean)·r − correction and
-/// dx = r·g − x̂·dx_xhat − dx_const (mean, correction and dx_const are 0 for RMSNorm).
+/// A row's constants for the second pass, negated for FMAs: x̂ = (x − mean)·r + neg_correction
+/// and dx = g·r + x̂·neg_dx_xhat + neg_dx_const. For RMSNorm mean is 0, and neg_correction and
+/// neg_dx_const are −0, which adds to a product without changing it, even a zero's sign.
 template <class A>
 struct BackwardCoefficients {
-  A mean, r, correction, dx_xhat, dx_const;
+  A mean, r, neg_correction, neg_dx_xhat, neg_dx_const;
 };
 
 /// Calls f(gamma, beta, dx), each std::true_type or std::false_type, with the flags that fit
@@ -1531,9 +1532,9 @@ struct BackwardTile {
       dx[k] = Dx ? a.dx + (first + k) * a.dx_stride : nullptr;
       mean[k] = S::set(c[k].mean);
       r[k] = S::set(c[k].r);
-      neg_correction[k] = S::set(-c[k].correction);
-      neg_dx_xhat[k] = S::set(-c[k].dx_xhat);
-      neg_dx_const[k] = S::set(-c[k].dx_const);
+      neg_correction[k] = S::set(c[k].neg_correction);
+      neg_dx_xhat[k] = S::set(c[k].neg_dx_xhat);
+      neg_dx_const[k] = S::set(c[k].neg_dx_const);
     }
   }
 
@@ -1736,8 +1737,8 @@ struct LayerNormBackward {
       row_sums<A, 3>(a.features, LayerNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums, ahead, ahead_dy);
     }
     const LayerNormCoefficients c(sums, -1 / static_cast<double>(a.features), static_cast<double>(r));
-    return {mean, r, static_cast<A>(-c.first(c.neg_correction)), static_cast<A>(-c.first(c.neg_dx_xhat)),
-            static_cast<A>(-c.first(c.neg_dx_const))};
+    return {mean, r, static_cast<A>(c.first(c.neg_correction)), static_cast<A>(c.first(c.neg_dx_xhat)),
+            static_cast<A>(c.first(c.neg_dx_const))};
   }
 };
 
@@ -1761,7 +1762,7 @@ struct RmsNormBackward {
       row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums, ahead, ahead_dy, writer);
     }
     const double dx_xhat = static_cast<double>(r) * sums[0] * (1 / static_cast<double>(a.features));
-    return {A(0), r, A(0), static_cast<A>(dx_xhat), A(0)};
+    return {A(0), r, -A(0), static_cast<A>(-dx_xhat), -A(0)};
   }
 };
 
