@@ -445,11 +445,11 @@ struct CenteredTerms {
 /// (the moments computed, fixed statistics applied; Zen 4, medians of 11 paired trials): 0.93 of
 /// the time at 1024×768, 0.95 at 4096×768 (both orders of the builds, see forward_fused) and
 /// 0.96 at 32768×768. A shorter chain has little to win there. What the vector work could win,
-/// measured by replacing the Welford blocks with passes that give wrong variances (Zen 5,
-/// AVX-512, floats, page-aligned arrays, medians of 15 paired trials), time: a plain sum, two
-/// operations a vector where the blocks take 4.4, 4096×768 0.82, 1024×4096 0.94, 32768×768
-/// 0.79, 8192×4096 0.77; sums of d and d² about x₀, three operations a vector (the
-/// E[d²] − E[d]² that DESIGN rules out), 0.91, 0.95, 0.89 and 0.96.
+/// measured by replacing the Welford blocks with passes that give no usable variance (Zen 5,
+/// AVX-512, floats, page-aligned arrays, medians of 15 paired trials), time: a plain sum (two
+/// operations a vector, where the blocks take 4.4): 4096×768 0.82, 1024×4096 0.94, 32768×768
+/// 0.79, 8192×4096 0.77; sums of d and d² about x₀ (three operations a vector; the
+/// E[d²] − E[d]² that DESIGN §2 rules out): 0.91, 0.95, 0.89 and 0.96 at the same shapes.
 template <class T, class A = accum_t<T>>
 NORMKIT_ALWAYS_INLINE LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
   A scale = 1;
@@ -964,13 +964,14 @@ inline constexpr std::size_t kCachedGroupBytes = 12 * 1024;
 /// Once prefetches went to L2 and outputs were streamed wherever the arrays fill the cache,
 /// pairs gained at 4096 floats on Zen 4 (32 KiB L1), in the same harness: 1024×4096 30.0 →
 /// 32.0, 768×4096 21.4 → 26.1, 8192×4096 18.6 → 21.1, 64×4096 (in L2) 33.9 → 35.6. On a Zen 5
-/// since (floats, AVX-512, one thread, page-aligned arrays, medians of 15 paired trials), single
-/// rows against pairs, time: 64×4096 1.16, 2048×4096 1.19, 1024×4096 1.00, 8192×4096 1.04.
-/// Longer rows from the last-level cache and memory leaned the other way in that harness, but
-/// not steadily (256×16384 0.72 to 0.99 over five runs, 512×8192 0.75 to 1.06 over three), and
-/// not in normkit_bench: three alternated runs of each build, each against its run's copy, gave
-/// pairs 0.59–0.84 of the copy at 256×16384 against 0.53–0.61 for single rows, 0.57–0.86
-/// against 0.54–0.59 at 512×8192 and 0.54–0.76 against 0.46–0.60 at 128×32768. Pairs stay.
+/// since (floats, AVX-512, one thread, a standalone harness with page-aligned arrays, medians of
+/// 15 paired trials), single rows against pairs, time: 64×4096 1.16, 1024×4096 1.00, 2048×4096
+/// 1.19, 8192×4096 1.04. Longer rows from the last-level cache and memory leaned the other way
+/// in the harness, but not steadily (256×16384 0.72 to 0.99 over five runs, 512×8192 0.75 to
+/// 1.06 over three), and not in normkit_bench: three alternated runs of each build, as a
+/// fraction of the copy's GiB/s in the same run, gave pairs 0.59–0.84 at 256×16384 against
+/// 0.53–0.61 for single rows, 0.57–0.86 against 0.54–0.59 at 512×8192 and 0.54–0.76 against
+/// 0.46–0.60 at 128×32768. Pairs stay.
 ///
 /// The blocks end where the pair's first row of y starts a whole vector: the first block takes
 /// the unaligned head as well. Blocks from column 0 on had, for a y off a vector boundary (a
@@ -1308,9 +1309,10 @@ bool fused_pass(const ForwardRows<T>& a) {
 /// 32768×768. LayerNorm's statistics (Welford blocks of 16 vectors) so interleaved with its
 /// output ran slower than its groups and single rows: 1.19 at 4096×768, 1.13 at 4096×1024, 0.92
 /// in L1 (16×768, against single rows), so LayerNorm does not fuse (LayerNormForward::kFused).
-/// Nor where its output streams, where RMSNorm gained most: fused there only (Zen 5, AVX-512,
-/// floats, page-aligned arrays, medians of 15 paired trials), time 32768×768 1.01, 16384×1024
-/// 1.02, 8192×1536 1.13, 16384×2048 1.14; training forward 32768×768 1.03.
+/// Nor did LayerNorm gain fused only where its output streams, where RMSNorm gains most (Zen 5,
+/// AVX-512, floats, page-aligned arrays, medians of 15 paired trials), time against unfused:
+/// 32768×768 1.01, 16384×1024 1.02, 8192×1536 1.13, 16384×2048 1.14; training forward
+/// 32768×768 1.03.
 /// On a Zen 4 with a 32 KiB L1 (floats, AVX-512, medians of 11 paired trials) RMSNorm fused in
 /// cache took 0.76 at 16×768, 0.82 at 1024×768, 0.86 at 4096×300 and 0.96 at 2048×1024; the
 /// streamed passes, each shape measured in both orders of the builds (which build was loaded
@@ -1698,7 +1700,7 @@ const T* next_dy(const BackwardRows<T>& a, std::size_t i, std::size_t end) {
 }
 
 /// The second pass's coefficients of LayerNorm rows from their sums Σg, Σg·x̃, Σx̃ over n, a
-/// row in each lane of double, negated for the FMAs of dx (see BackwardGroup). Means multiply
+/// row in each lane of double, negated for the FMAs of dx (see BackwardCoefficients). Means multiply
 /// by −1/n: three divisions (13 cycles of latency each, and they share the divider) were the
 /// hottest spot of a short row's critical path, and 1/n's rounding moves a coefficient by at
 /// most a unit in the last place of a double.
@@ -1914,8 +1916,7 @@ NORMKIT_ALWAYS_INLINE void backward_in_registers(const BackwardRows<T>& a, std::
 }
 
 /// The second pass's constants of a group of short LayerNorm rows (see
-/// layer_norm_backward_group), negated for FMAs: x̂ = (x − mean)·r + neg_correction and
-/// dx = g·r + x̂·neg_dx_xhat + neg_dx_const.
+/// layer_norm_backward_group): BackwardCoefficients' fields as arrays, one element a row.
 template <std::size_t Rows, class A>
 struct BackwardGroup {
   alignas(64) A mean[Rows], r[Rows], neg_correction[Rows], neg_dx_xhat[Rows], neg_dx_const[Rows];
