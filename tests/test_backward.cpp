@@ -148,6 +148,40 @@ TEST_CASE("RMSNorm backward is the gradient of the forward, without a mean(g) te
   }
 }
 
+TEST_CASE("RMSNorm backward gives a −0 input the reference's sign of zero at every row length",
+          "[rms_norm][backward]") {
+  // Where x = −0 and dy = −0, dx = rstd·(g − x̂·mean(g·x̂)) is −0 where mean(g·x̂) < 0 (row 0,
+  // dy = −x elsewhere) and +0 where it is > 0 (row 1, dy = x), if every product keeps its sign.
+  // 64 features take the registers where 16 vectors hold them (not on scalar, nor NEON's
+  // doubles), 1000 a row at a time, 4099 the tiles of two rows.
+  for_each_type([]<class T>() {
+    for (const std::size_t features : {64u, 1000u, 4099u}) {
+      CAPTURE(features);
+      RMSNorm<T> norm(features);
+      values_t<RMSNorm<T>> x = normal_values<T>(2 * features, 0, 1, 11);
+      values_t<RMSNorm<T>> dy(x.size());
+      for (std::size_t j = 0; j < features; ++j) {
+        dy[j] = from_double<T>(-to_double(x[j]));
+        dy[features + j] = x[features + j];
+      }
+      const std::size_t zeros[] = {0, 5, features - 1};
+      for (const std::size_t j : zeros) {
+        for (const std::size_t i : {std::size_t{0}, features}) x[i + j] = dy[i + j] = from_double<T>(-0.0);
+      }
+      const auto dx = backward(norm, dy, x, forward_train(norm, x));
+      const auto want = reference_backward(norm, widen(dy), widen(x)).dx;
+      for (const std::size_t i : {std::size_t{0}, features}) {
+        for (const std::size_t j : zeros) {
+          CAPTURE(i, j);
+          REQUIRE(want[i + j] == 0);
+          CHECK(to_double(dx[i + j]) == 0);
+          CHECK(std::signbit(to_double(dx[i + j])) == std::signbit(want[i + j]));
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("backward adds into the gradients, zero_grad clears them, an empty dx is skipped", "[backward]") {
   // 130 rows: more than two blocks of rows; 5 rows of 4099 features: two tiles and a single row.
   for_each_norm([]<class Norm>() {

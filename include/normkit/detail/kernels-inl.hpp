@@ -1895,7 +1895,8 @@ NORMKIT_ALWAYS_INLINE void backward_in_registers(const BackwardRows<T>& a, std::
   const V vr = S::set(r);
   if constexpr (Centered) t.subtract(S::set(a.mean[i]));
   const LaneSums<A> sums = lane_sums(t, g, vr, grads);
-  V neg_correction = S::zero(), neg_dx_xhat, neg_dx_const = S::zero();
+  // RMSNorm's −0 leaves the products' zeros their sign, as in the tiles (see BackwardCoefficients).
+  V neg_correction = S::set(-A(0)), neg_dx_xhat, neg_dx_const = S::set(-A(0));
   if constexpr (Centered) {
     const double totals[3] = {static_cast<double>(S::sum(sums.g)), static_cast<double>(S::sum(sums.gx)),
                               static_cast<double>(S::sum(sums.x))};
