@@ -141,7 +141,8 @@ class LayerNorm {
                                       beta_.empty() ? nullptr : beta_.data(),
                                       training ? mean.data() : nullptr, training ? rstd.data() : nullptr,
                                       options_.eps, stream,
-                                      detail::fits_cache(y.size_bytes(), arrays)};
+                                      detail::fits_cache(y.size_bytes(), arrays),
+                                      detail::input_fits_cache(x.size_bytes())};
     detail::forward_rows<detail::norm_kind::layer>(args, rows);
   }
 

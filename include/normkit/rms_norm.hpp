@@ -115,7 +115,8 @@ class RMSNorm {
     const detail::ForwardRows<T> args{x.data(), features_, y.data(), features_, features_,
                                       gamma_.empty() ? nullptr : gamma_.data(), nullptr, nullptr,
                                       training ? rstd.data() : nullptr, options_.eps, stream,
-                                      detail::fits_cache(y.size_bytes(), arrays)};
+                                      detail::fits_cache(y.size_bytes(), arrays),
+                                      detail::input_fits_cache(x.size_bytes())};
     detail::forward_rows<detail::norm_kind::rms>(args, rows);
   }
 

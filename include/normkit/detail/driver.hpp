@@ -61,6 +61,11 @@ inline bool fits_cache(std::size_t array_bytes, std::size_t arrays) noexcept {
   return array_bytes * arrays <= max_bytes;
 }
 
+/// Whether an input of `bytes` fits the last-level cache that stream_min_bytes assumes, so that a
+/// pass run right after the kernel that wrote it, or run again, finds it there: long forward rows
+/// then read nothing ahead (see kCachedLongRowBytes).
+inline bool input_fits_cache(std::size_t bytes) noexcept { return bytes <= stream_min_bytes(); }
+
 /// Whether backward passes over vectors of more than 32 bytes of T (AVX-512 with floats or
 /// doubles) read the rows ahead, as narrower vectors always do (see kBackwardReadsAhead): on
 /// every CPU but AMD's Zen 5 (family 1Ah), where those prefetches cost more than they brought

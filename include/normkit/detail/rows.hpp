@@ -24,6 +24,7 @@ struct ForwardRows {
   double eps;
   bool stream;     // y bypasses the cache (see should_stream)
   bool in_cache;   // x and y leave at least half the last-level cache free (see fits_cache)
+  bool x_in_cache; // x alone fits the last-level cache (see input_fits_cache)
 };
 
 template <class T>
