@@ -1741,13 +1741,28 @@ struct LayerNormCoefficients {
   NORMKIT_ALWAYS_INLINE LayerNormCoefficients(const double (&sums)[3], double neg_inv_n, double r)
       : LayerNormCoefficients(D::set(sums[0]), D::set(sums[1]), D::set(sums[2]), D::set(neg_inv_n), D::set(r)) {}
 
-  /// Lane 0 of v, for the row taken alone.
+  /// The row taken alone (lane 0), with its mean and r, in A.
+  template <class A>
+  NORMKIT_ALWAYS_INLINE BackwardCoefficients<A> row(A mean, A r) const {
+    return {mean, r, static_cast<A>(first(neg_correction)), static_cast<A>(first(neg_dx_xhat)),
+            static_cast<A>(first(neg_dx_const))};
+  }
+
+ private:
   NORMKIT_ALWAYS_INLINE static double first(D::vec v) {
     alignas(64) double lanes[D::lanes];
     D::store(lanes, v);
     return lanes[0];
   }
 };
+
+/// The second pass's coefficients of an RMSNorm row from its sum Σg·x̂ over n, inv_n = 1/n:
+/// only dx's coefficient of x̂ is not zero. The zeros are −0, so that adding them leaves the
+/// products' zeros their sign (see BackwardCoefficients).
+template <class A>
+NORMKIT_ALWAYS_INLINE BackwardCoefficients<A> rms_norm_coefficients(A r, double sum_gx, double inv_n) {
+  return {A(0), r, -A(0), static_cast<A>(-(static_cast<double>(r) * sum_gx * inv_n)), -A(0)};
+}
 
 /// LayerNorm for the backward drivers below: the row sums Σg, Σg·x̃, Σx̃ give the coefficients.
 template <class T>
@@ -1767,9 +1782,7 @@ struct LayerNormBackward {
     } else {
       row_sums<A, 3>(a.features, LayerNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(mean), S::set(r)}, sums, ahead, ahead_dy);
     }
-    const LayerNormCoefficients c(sums, -1 / static_cast<double>(a.features), static_cast<double>(r));
-    return {mean, r, static_cast<A>(c.first(c.neg_correction)), static_cast<A>(c.first(c.neg_dx_xhat)),
-            static_cast<A>(c.first(c.neg_dx_const))};
+    return LayerNormCoefficients(sums, -1 / static_cast<double>(a.features), static_cast<double>(r)).row(mean, r);
   }
 };
 
@@ -1792,8 +1805,7 @@ struct RmsNormBackward {
     } else {
       row_sums<A, 1>(a.features, RmsNormBackwardTerms<false, T, A>{dy, x, a.gamma, S::set(r)}, sums, ahead, ahead_dy, writer);
     }
-    const double dx_xhat = static_cast<double>(r) * sums[0] * (1 / static_cast<double>(a.features));
-    return {A(0), r, -A(0), static_cast<A>(-dx_xhat), -A(0)};
+    return rms_norm_coefficients(r, sums[0], 1 / static_cast<double>(a.features));
   }
 };
 
@@ -1910,18 +1922,16 @@ NORMKIT_ALWAYS_INLINE void backward_in_registers(const BackwardRows<T>& a, std::
   const V vr = S::set(r);
   if constexpr (Centered) t.subtract(S::set(a.mean[i]));
   const LaneSums<A> sums = lane_sums(t, g, vr, grads);
-  // RMSNorm's −0 leaves the products' zeros their sign, as in the tiles (see BackwardCoefficients).
-  V neg_correction = S::set(-A(0)), neg_dx_xhat, neg_dx_const = S::set(-A(0));
+  BackwardCoefficients<A> c;
   if constexpr (Centered) {
     const double totals[3] = {static_cast<double>(S::sum(sums.g)), static_cast<double>(S::sum(sums.gx)),
                               static_cast<double>(S::sum(sums.x))};
-    const LayerNormCoefficients c(totals, -inv_n, static_cast<double>(r));
-    neg_correction = S::set(static_cast<A>(c.first(c.neg_correction)));
-    neg_dx_xhat = S::set(static_cast<A>(c.first(c.neg_dx_xhat)));
-    neg_dx_const = S::set(static_cast<A>(c.first(c.neg_dx_const)));
+    c = LayerNormCoefficients(totals, -inv_n, static_cast<double>(r)).row(a.mean[i], r);
   } else {
-    neg_dx_xhat = S::set(static_cast<A>(-static_cast<double>(r) * static_cast<double>(S::sum(sums.gx)) * inv_n));
+    c = rms_norm_coefficients(r, static_cast<double>(S::sum(sums.gx)), inv_n);
   }
+  const V neg_correction = S::set(c.neg_correction), neg_dx_xhat = S::set(c.neg_dx_xhat);
+  const V neg_dx_const = S::set(c.neg_dx_const);
   T* dx = Dx ? a.dx + i * a.dx_stride : nullptr;
   t.for_each([&](std::size_t k, auto full, std::size_t count) {
     const std::size_t j = k * W;
