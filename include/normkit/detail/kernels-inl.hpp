@@ -310,8 +310,9 @@ bool every_row_aligned(const T* y, std::size_t stride) {
 /// prefetcher keeps up, and the prefetches only took issue slots. Without them (Zen 5, one
 /// thread, floats, medians of 15 paired trials), time: AVX-512 LayerNorm 1024×768 0.92, 256×768
 /// 0.94, 4096×384 0.91, 2048×1024 0.90, 512×2048 0.90, 64×4096 0.85, RMSNorm 0.84–0.88 on the
-/// same shapes; AVX2 LayerNorm 0.91–0.97, RMSNorm 0.77–0.82. Training forward likewise. Nor do
-/// long rows of an x that the cache holds (see kCachedLongRowBytes).
+/// same shapes; AVX2 LayerNorm 0.91–0.97, RMSNorm 0.77–0.82. Training forward likewise. Rows of
+/// 64 KiB and more of an x that fits the last-level cache read nothing ahead either (see
+/// kCachedLongRowBytes).
 ///
 /// Writes y[0, n) from out.value<Full>(j, count), one vector at a time. With Stream the full
 /// vectors bypass the cache (non-temporal stores, from the first aligned address on): for an
@@ -987,16 +988,17 @@ inline constexpr std::size_t kCachedGroupBytes = 12 * 1024;
 inline constexpr std::size_t kPairMinRowBytes = 16 * 1024;
 inline constexpr std::size_t kColumnBytes = 2048;
 
-/// Rows of at least this many bytes of T read nothing ahead where x alone fits the last-level
-/// cache (ForwardRows::x_in_cache). A pass reads ahead a row past where it reads (two rows, by
-/// pairs), farther than a 48 KiB L1 keeps what it fetched, and from the cache the hardware
-/// prefetcher keeps up with runs that long. Without the reads ahead (Zen 5, AVX-512, floats,
+/// Rows of at least this many bytes of T (x is what is read ahead) read nothing ahead where x
+/// alone fits the last-level cache (ForwardRows::x_in_cache): from the cache the hardware
+/// prefetcher keeps up with runs that long, and the reads ahead only took issue slots, as for
+/// passes that fit the cache (see write_row). Without the reads ahead (Zen 5, AVX-512, floats,
 /// one thread, medians of 15 paired trials, three runs where a range is given), time: LayerNorm
 /// forward 256×16384 0.88–0.94, 384×16384 0.85, 128×32768 0.75–0.80, 256×32768 0.78, 64×65536
 /// 0.83, 128×65536 0.74, training 256×16384 0.86; RMSNorm 0.86–0.96 on the same shapes; AVX2
-/// LayerNorm 256×16384 0.97, 128×32768 0.85. Rows of 32 KiB gained little or lost (LayerNorm
-/// 512×8192 0.91–0.98, 768×8192 1.28, 1024×8192 1.34), and with x from memory the reads ahead
-/// still paid (x of 64 MiB: LayerNorm 1024×16384 1.02–1.05, 2048×8192 1.04–1.09 without them).
+/// LayerNorm 256×16384 0.97, 128×32768 0.85. Rows of 32 KiB gained little or lost, so the line
+/// is drawn at 64 KiB (LayerNorm 512×8192 0.91–0.98, 768×8192 1.28, 1024×8192 1.34), and with x
+/// from memory the reads ahead still paid (x of 64 MiB: LayerNorm 1024×16384 1.02–1.05 without
+/// them). Doubles and 16-bit types under this rule have not been measured.
 inline constexpr std::size_t kCachedLongRowBytes = 64 * 1024;
 
 /// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end`,
@@ -1748,7 +1750,7 @@ struct LayerNormCoefficients {
             static_cast<A>(first(neg_dx_const))};
   }
 
- private:
+  /// Lane 0 of v.
   NORMKIT_ALWAYS_INLINE static double first(D::vec v) {
     alignas(64) double lanes[D::lanes];
     D::store(lanes, v);
@@ -1757,8 +1759,8 @@ struct LayerNormCoefficients {
 };
 
 /// The second pass's coefficients of an RMSNorm row from its sum Σg·x̂ over n, inv_n = 1/n:
-/// only dx's coefficient of x̂ is not zero. The zeros are −0, so that adding them leaves the
-/// products' zeros their sign (see BackwardCoefficients).
+/// only dx's coefficient of x̂ is not zero. neg_correction and neg_dx_const are −0, so that
+/// adding them leaves the products' zeros their sign (see BackwardCoefficients).
 template <class A>
 NORMKIT_ALWAYS_INLINE BackwardCoefficients<A> rms_norm_coefficients(A r, double sum_gx, double inv_n) {
   return {A(0), r, -A(0), static_cast<A>(-(static_cast<double>(r) * sum_gx * inv_n)), -A(0)};

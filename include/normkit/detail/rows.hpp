@@ -22,9 +22,9 @@ struct ForwardRows {
   A* mean;         // nullptr: not saved (and always for RMSNorm)
   A* rstd;         // nullptr: not saved
   double eps;
-  bool stream;     // y bypasses the cache (see should_stream)
-  bool in_cache;   // x and y leave at least half the last-level cache free (see fits_cache)
-  bool x_in_cache; // x alone fits the last-level cache (see input_fits_cache)
+  bool stream;      // y bypasses the cache (see should_stream)
+  bool in_cache;    // x and y leave at least half the last-level cache free (see fits_cache)
+  bool x_in_cache;  // x alone fits the last-level cache (see input_fits_cache)
 };
 
 template <class T>
