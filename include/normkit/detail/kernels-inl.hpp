@@ -998,7 +998,8 @@ inline constexpr std::size_t kColumnBytes = 2048;
 /// LayerNorm 256×16384 0.97, 128×32768 0.85. Rows of 32 KiB gained little or lost, so the line
 /// is drawn at 64 KiB (LayerNorm 512×8192 0.91–0.98, 768×8192 1.28, 1024×8192 1.34), and with x
 /// from memory the reads ahead still paid (x of 64 MiB: LayerNorm 1024×16384 1.02–1.05 without
-/// them). Doubles and 16-bit types under this rule have not been measured.
+/// them). Doubles, same bytes: LayerNorm 256×8192 0.96, 128×16384 0.90, RMSNorm 0.91 and 0.98
+/// (1024×2048, below the line, 0.99). 16-bit types under this rule have not been measured.
 inline constexpr std::size_t kCachedLongRowBytes = 64 * 1024;
 
 /// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end`,
