@@ -264,7 +264,7 @@ TEST_CASE("backward rows read ahead or not give bitwise the same dx and gradient
       std::vector<float> dx(rows * features), grad_gamma(features), grad_beta(features);
       const normkit::detail::BackwardRows<float> args{
           dy.data(), features, x.data(), features, dx.data(), features, features, norm.gamma().data(),
-          saved.mean.data(), saved.rstd.data(), grad_gamma.data(), grad_beta.data(), false, true, wide_reads_ahead};
+          saved.mean.data(), saved.rstd.data(), norm.options().eps, grad_gamma.data(), grad_beta.data(), false, true, wide_reads_ahead};
       normkit::detail::backward_rows<normkit::detail::norm_kind::layer>(args, 0, rows);
       return std::vector<std::vector<float>>{dx, grad_gamma, grad_beta};
     };

@@ -107,7 +107,7 @@ class LayerNorm {
     const detail::BackwardRows<T> args{dy.data(), features_, x.data(), features_,
                                        dx.empty() ? nullptr : dx.data(), features_, features_,
                                        gamma_.empty() ? nullptr : gamma_.data(), mean.data(), rstd.data(),
-                                       nullptr, nullptr, detail::should_stream(dx.size_bytes(), arrays),
+                                       options_.eps, nullptr, nullptr, detail::should_stream(dx.size_bytes(), arrays),
                                        detail::fits_cache(x.size_bytes(), arrays),
                                        detail::wide_backward_reads_ahead()};
     detail::backward<detail::norm_kind::layer>(args, rows, grad_gamma_.empty() ? nullptr : grad_gamma_.data(),

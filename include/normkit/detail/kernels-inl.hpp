@@ -2183,6 +2183,25 @@ void add_into(A* out, const A* in, std::size_t n) {
   if (j < n) S::store_n(out + j, S::add(S::load_n(out + j, n - j), S::load_n(in + j, n - j)), n - j);
 }
 
+/// Whether p[0, n) are all finite: v − v is 0 for a finite v and NaN for ±Inf or NaN, and a
+/// NaN survives every addition after it.
+template <class A>
+bool all_finite(const A* p, std::size_t n) {
+  using S = Simd<A>;
+  constexpr std::size_t W = S::lanes;
+  typename S::vec acc = S::zero();
+  std::size_t j = 0;
+  for (; j + W <= n; j += W) {
+    const typename S::vec v = S::load(p + j);
+    acc = S::add(acc, S::sub(v, v));
+  }
+  if (j < n) {
+    const typename S::vec v = S::load_n(p + j, n - j);
+    acc = S::add(acc, S::sub(v, v));
+  }
+  return S::sum(acc) == 0;
+}
+
 /// The kernels of this instruction set, as one type the dispatcher can pass around.
 struct Kernels {
   template <class T>
@@ -2208,6 +2227,10 @@ struct Kernels {
   template <class A>
   static void add_into(A* out, const A* in, std::size_t n) {
     NORMKIT_KERNEL_NS::add_into(out, in, n);
+  }
+  template <class A>
+  static bool all_finite(const A* p, std::size_t n) {
+    return NORMKIT_KERNEL_NS::all_finite(p, n);
   }
 };
 

@@ -40,6 +40,7 @@ struct BackwardRows {
   const A* gamma;    // nullptr: no scale
   const A* mean;     // nullptr for RMSNorm
   const A* rstd;
+  double eps;        // read by the driver only, for rows whose rstd overflowed (see overflowed_rows.hpp)
   A* grad_gamma;     // nullptr: not wanted; otherwise dy·x̂ of every row is added in
   A* grad_beta;      // nullptr: not wanted; otherwise dy of every row is added in
   bool stream;       // dx bypasses the cache (see should_stream)
