@@ -143,3 +143,136 @@ TEST_CASE("rows that need rescaling among ordinary ones come out as they do alon
     }
   });
 }
+
+TEST_CASE("backward from rows whose rstd overflowed keeps the batch's gradients finite", "[extremes][backward]") {
+  // Every third row has a standard deviation (RMSNorm: root mean square) below 1/max of A:
+  // constant (LayerNorm 0 or 1234, RMSNorm 0) or tiny (N(0.3, 1.7)·2^-132 in the float-computed
+  // types, ·2^-1040 in double; float16 holds no such values). With eps = 0, or 1e-80 in float,
+  // training forward saves them rstd = +Inf. Backward must give them the x̂ that forward used
+  // (0 for a constant row), so that the γ/β gradients match the reference over the other rows
+  // plus the constant rows' dy in β's; tiny rows the dx of the reference, which is the dx of
+  // the row scaled by 2^1040 or 2^132 (and eps by its square) scaled back, ±Inf beyond T (half
+  // of them have dy·2^-40, which keeps most of their dx finite); and the other rows the dx
+  // they have in a batch of their own. 133 rows cross two blocks of gradient partials; rows of
+  // 4096 go by pairs; without elementwise_affine there are no gradients to block.
+  for_each_norm([]<class Norm>() {
+    using T = typename Norm::value_type;
+    using A = typename Norm::accum_type;
+    constexpr bool in_double = std::is_same_v<A, double>;
+    constexpr int tiny = in_double ? -1040 : -132;
+    for (const std::size_t features : {1u, 7u, 64u, 100u, 256u, 768u, 4096u}) {
+      if (is_layer_norm_v<Norm> && features == 1) continue;  // every row constant
+      const std::size_t rows = features < 4096 ? 133 : 10;
+      for (const double eps : {0.0, 1e-80}) {
+        if (in_double && eps != 0) continue;  // 1/sqrt(1e-80) fits a double
+        for (const bool affine : {true, false}) {
+          CAPTURE(features, eps, affine);
+          const auto make = [&] {
+            options_t<Norm> options;
+            options.eps = eps;
+            options.elementwise_affine = affine;
+            if constexpr (is_layer_norm_v<Norm>) options.bias = affine;
+            Norm norm(features, options);
+            randomize_parameters(norm, features);
+            return norm;
+          };
+          Norm norm = make();
+          std::vector<double> wide = widen(test_rows<T>(rows, features, 0, features + 1));
+          std::vector<double> wide_dy = widen(test_rows<T>(rows, features, 0, features + 2));
+          for (std::size_t i = 0; i < rows; i += 3) {
+            const bool flat = i % 2 == 0 || std::is_same_v<T, float16>;
+            const double value = is_layer_norm_v<Norm> && i % 4 == 0 ? 1234 : 0;
+            for (std::size_t j = i * features; j < (i + 1) * features; ++j) {
+              wide[j] = flat ? value : std::ldexp(wide[j], tiny);
+              if (i % 4 == 3) wide_dy[j] = std::ldexp(wide_dy[j], -40);
+            }
+          }
+          const values_t<Norm> x = narrow<T>(wide), dy = narrow<T>(wide_dy);
+          // Which rows came out constant, in T (tiny bfloat16 values may round to 0), and
+          // which overflowed.
+          std::vector<bool> constant(rows), overflowed(rows), varying(rows), ordinary(rows);
+          for (std::size_t i = 0; i < rows; ++i) {
+            const auto row = row_of(x, i, features);
+            constant[i] = std::all_of(row.begin(), row.end(), [&](T v) { return to_double(v) == to_double(row[0]); }) &&
+                          (is_layer_norm_v<Norm> || to_double(row[0]) == 0);
+            overflowed[i] = i % 3 == 0;
+            varying[i] = !constant[i];
+            ordinary[i] = !overflowed[i];
+          }
+          const Saved<Norm> saved = forward_train(norm, x);
+          for (std::size_t i = 0; i < rows; i += 3) REQUIRE(std::isinf(saved.rstd[i]));
+          const values_t<Norm> dx = backward(norm, dy, x, saved);
+
+          // The rows `keep` selects, in order.
+          const auto pick = [&](const auto& batch, const std::vector<bool>& keep) {
+            std::remove_cvref_t<decltype(batch)> out;
+            for (std::size_t i = 0; i < rows; ++i) {
+              const auto row = row_of(batch, i, features);
+              if (keep[i]) out.insert(out.end(), row.begin(), row.end());
+            }
+            return out;
+          };
+          if (affine) {
+            const normkit::reference::Backward want =
+                reference_backward(norm, widen(pick(dy, varying)), widen(pick(x, varying)));
+            std::vector<double> want_gradients = want.grad_gamma;
+            if constexpr (is_layer_norm_v<Norm>) {
+              std::vector<double> beta = want.grad_beta;
+              const std::vector<double> dy_constant = widen(pick(dy, constant));
+              for (std::size_t k = 0; k < dy_constant.size(); ++k) beta[k % features] += dy_constant[k];
+              want_gradients.insert(want_gradients.end(), beta.begin(), beta.end());
+            }
+            check_within(norm_name<Norm>() + " gradients (rstd overflowed)",
+                         worst_vs_peak(all_gradients(norm), want_gradients), limits<T>().grads);
+          }
+
+          Norm alone = make();
+          const values_t<Norm> x_ordinary = pick(x, ordinary);
+          const Saved<Norm> saved_ordinary = forward_train(alone, x_ordinary);
+          CHECK(same_bits(pick(dx, ordinary), backward(alone, pick(dy, ordinary), x_ordinary, saved_ordinary)));
+
+          const std::vector<double> gamma = widen(norm.gamma());
+          for (std::size_t i = 0; i < rows; ++i) {
+            if (constant[i] || !overflowed[i]) continue;
+            CAPTURE(i);
+            std::vector<double> scaled = widen(row_of(x, i, features));
+            for (double& v : scaled) v = std::ldexp(v, -tiny);
+            const std::vector<double> row_dy = widen(row_of(dy, i, features));
+            const double scaled_eps = std::ldexp(eps, -2 * tiny);
+            const normkit::reference::Backward want =
+                is_layer_norm_v<Norm>
+                    ? normkit::reference::layer_norm_backward(row_dy, scaled, features, gamma, scaled_eps)
+                    : normkit::reference::rms_norm_backward(row_dy, scaled, features, gamma, scaled_eps);
+            const double scaled_rstd =
+                (is_layer_norm_v<Norm> ? normkit::reference::layer_norm_forward(scaled, features, {}, {}, scaled_eps)
+                                       : normkit::reference::rms_norm_forward(scaled, features, {}, scaled_eps))
+                    .rstd[0];
+            // dx_term_scale's, and the largest dx, for the 16-bit types' rounding of it.
+            double terms = 0;
+            for (std::size_t j = 0; j < features; ++j) {
+              const double g = row_dy[j] * (gamma.empty() ? 1 : gamma[j]);
+              terms = std::max({terms, scaled_rstd * std::fabs(g), std::fabs(want.dx[j])});
+            }
+            const std::vector<double> got = widen(row_of(dx, i, features));
+            for (std::size_t j = 0; j < features; ++j) {
+              const double ref = std::ldexp(want.dx[j], -tiny), rounded = to_double(from_double<T>(ref));
+              CAPTURE(j, got[j], ref);
+              if (std::isinf(rounded)) CHECK(got[j] == rounded);
+              else CHECK(std::fabs(got[j] - ref) <= std::ldexp(limits<T>().dx * terms, -tiny));
+            }
+          }
+
+          for (const bool over_dy : {true, false}) {
+            CAPTURE(over_dy);
+            Norm in_place = make();
+            values_t<Norm> buffer = over_dy ? dy : x;
+            if (over_dy) backward_into(in_place, buffer, x, saved, buffer);
+            else backward_into(in_place, dy, buffer, saved, buffer);
+            CHECK(same_bits(buffer, dx));
+            CHECK(all_gradients(in_place) == all_gradients(norm));
+          }
+        }
+      }
+    }
+  });
+}
