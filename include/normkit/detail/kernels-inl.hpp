@@ -999,7 +999,11 @@ inline constexpr std::size_t kColumnBytes = 2048;
 /// is drawn at 64 KiB (LayerNorm 512×8192 0.91–0.98, 768×8192 1.28, 1024×8192 1.34), and with x
 /// from memory the reads ahead still paid (x of 64 MiB: LayerNorm 1024×16384 1.02–1.05 without
 /// them). Doubles, same bytes: LayerNorm 256×8192 0.96, 128×16384 0.90, RMSNorm 0.91 and 0.98
-/// (1024×2048, below the line, 0.99). 16-bit types under this rule have not been measured.
+/// (1024×2048, below the line, 0.99). 16-bit types, 32768 and 65536 values a row (medians of
+/// 11–41 paired trials, noisier): LayerNorm bfloat16 0.90–0.97, float16 0.91–0.98; RMSNorm
+/// bfloat16 0.90–1.07; RMSNorm float16 no clear change, 0.91–1.14 (1.00–1.14 at 512×32768, an
+/// x of 32 MiB, the edge of the rule), where its control below the line, 512×16384, gave
+/// 0.99–1.18.
 inline constexpr std::size_t kCachedLongRowBytes = 64 * 1024;
 
 /// Where the pass over a row reads ahead: `offset` into row `next`, or nowhere past `end`,
