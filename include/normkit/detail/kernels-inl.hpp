@@ -1615,20 +1615,28 @@ struct BackwardTile {
   }
 };
 
-/// Whether backward passes read ahead (see backward_tile and backward_in_tiles) wherever they
-/// run: where a vector holds at most 32 bytes of T. Wider vectors (AVX-512 with floats or
-/// doubles) read ahead where BackwardRows::wide_reads_ahead says so, on every CPU but a Zen 5
-/// (see wide_backward_reads_ahead in driver.hpp). On Zen 5 the tiles'
-/// prefetches cost more than they brought: without them, LayerNorm backward took 0.80–0.96 of
-/// the time at 1024×4096 floats, 0.90–0.93 at 256×16384 and 0.85–0.89 at 8192×4096, RMSNorm
-/// 0.80–0.92 (one thread, AVX-512, medians of 30 paired trials of the two builds, three runs);
-/// one prefetch per line instead of four moved nothing, and without the first passes' alone
-/// neither. AVX2 still gains from them there (8192×4096 and 256×16384 10–12% slower without),
-/// as AVX-512 had on Zen 4 (below). Single rows kept theirs at first, as LayerNorm had lost 2–5%
-/// without at 768 floats; measured again (Zen 5, medians of 15 paired trials, two runs), time
-/// without: LayerNorm 4096×768 0.96–0.98, 32768×768 0.93–0.95, 43690×768 0.89–0.92, 4096×384
-/// 0.92, 2048×1024 0.90; RMSNorm 4096×768 0.89, 32768×768 0.91–0.92, 2048×1024 0.59 (a row of
-/// 4 KiB read ahead by half of it), but 16384×2048 1.03–1.05.
+/// Whether backward passes read ahead (see backward_tile and backward_in_tiles) wherever they run:
+/// where a vector holds at most 32 bytes of T. Wider vectors (AVX-512 with floats or doubles) read
+/// ahead where BackwardRows::wide_reads_ahead says so, on every CPU but a Zen 5 (see
+/// wide_backward_reads_ahead in driver.hpp). On Zen 5 the tiles' prefetches cost more than they
+/// brought: without them, LayerNorm backward took 0.80–0.96 of the time at 1024×4096 floats,
+/// 0.90–0.93 at 256×16384 and 0.85–0.89 at 8192×4096, RMSNorm 0.80–0.92 (one thread, AVX-512,
+/// medians of 30 paired trials of the two builds, three runs); one prefetch per line instead of
+/// four moved nothing, and without the first passes' alone neither. Single rows kept theirs at
+/// first, as LayerNorm had lost 2–5% without at 768 floats; measured again (Zen 5, medians of 15
+/// paired trials, two runs), time without: LayerNorm 4096×768 0.96–0.98, 32768×768 0.93–0.95,
+/// 43690×768 0.89–0.92, 4096×384 0.92, 2048×1024 0.90; RMSNorm 4096×768 0.89, 32768×768 0.91–0.92,
+/// 2048×1024 0.59 (a row of 4 KiB read ahead by half of it), but 16384×2048 1.03–1.05.
+///
+/// Narrower vectors read ahead everywhere, though on a Zen 5 AVX2 gains from it only from
+/// memory, as AVX-512 had on Zen 4 (below), and loses where x fits the cache. Time without
+/// (floats, medians of 11–21 paired trials, two runs): LayerNorm 8192×4096 1.04–1.10, 256×16384
+/// 0.82–0.91, 1024×4096 0.89–0.99, 64×16384 0.80; RMSNorm 1.05–1.08, 0.79–0.82, 0.90–0.98, 0.86.
+/// Only NORMKIT_ISA runs AVX2 on a Zen 5, and on the CPUs that pick it this is unmeasured.
+/// 16-bit types on AVX-512 (32 bytes of T a vector) lose far more without from memory than they
+/// gain in cache; time without (one run, 11 paired trials, bfloat16 and float16 alike):
+/// 8192×4096 1.20–1.28, 1024×4096 1.11–1.16, 256×16384 0.91–0.96, 4096×768 and 32768×768
+/// 0.96–0.99.
 template <class A, class T>
 inline constexpr bool kBackwardReadsAhead = Simd<A>::lanes * sizeof(T) <= 32;
 
