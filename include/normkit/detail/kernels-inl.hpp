@@ -685,7 +685,9 @@ bool fits_registers(std::size_t features) {
 /// shortest rows went by groups of 32 on Zen 4 (+8% at 64 floats there); on a Xeon (see
 /// layer_norm_short_rows) the group's partial sums no longer fitted the registers beside the
 /// row and spilled, and 32 rows lost to 16: LayerNorm 4096×64 floats 28.8 against 38.1 GiB/s
-/// (AVX-512, one thread, standalone harness, best of four alternated rounds).
+/// (AVX-512, one thread, standalone harness, best of four alternated rounds). On a Zen 5 (medians
+/// of 15 paired trials), 32 rows against 16, time: LayerNorm 256×64 0.90, 4096×64 1.05,
+/// 4096×128 1.07; RMSNorm 0.96, 0.99, 1.09.
 inline constexpr std::size_t kGroupRows = 16;
 
 /// The rows of a group that an unrolled phase runs together (see each_row).
@@ -814,7 +816,13 @@ NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, 
 /// 65536×64 (from memory) 18.7 → 19.4. What bounds these rows now is not known, but it is not
 /// their arithmetic: taking out the output's subtraction, its γ/β FMA or the statistics'
 /// division and square root each moved 4096×64 by 3% or less, and the minimal kernel of these
-/// phases ran within 5% of this one.
+/// phases ran within 5% of this one. Nor is it mainly memory: rows in L1 (256×64) took 8.0 ns each
+/// against 9.3 at 4096×64 (normkit_bench, Zen 5, AVX-512). Issuing the next group's statistics
+/// before this group's outputs, so that the serial chain ending them (horizontal sums, a square
+/// root, a division) would overlap the outputs, was predicted +30% at 4096×64 and lost; measured
+/// (Zen 5, AVX-512, floats, one thread, medians of 15 paired trials), time: 1.12 at 4096×64, 1.13
+/// at 256×64, 4096×128 and 65536×64, 1.14 at 4096×256, training forward 1.10–1.18, where the same
+/// code run group by group took 0.98–1.03.
 template <std::size_t Vectors, std::size_t Rows, bool Gamma, bool Beta, class T, class A>
 void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
   // From `rows` itself GCC reloaded every field after each row's stores; from a local copy it
