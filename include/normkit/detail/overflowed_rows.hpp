@@ -68,8 +68,9 @@ void overflowed_row_backward(const BackwardRows<T>& a, std::size_t i) {
   };
   double sum_g = 0, sum_gx = 0;
   for (std::size_t j = 0; j < n; ++j) {
-    sum_g += g(j);
-    sum_gx += g(j) * xhat(j);
+    const double g_j = g(j);
+    sum_g += g_j;
+    sum_gx += g_j * xhat(j);
   }
   const double mean_g = Centered ? sum_g * inv_n : 0;
   const double mean_gx = sum_gx * inv_n;
