@@ -685,9 +685,10 @@ bool fits_registers(std::size_t features) {
 /// shortest rows went by groups of 32 on Zen 4 (+8% at 64 floats there); on a Xeon (see
 /// layer_norm_short_rows) the group's partial sums no longer fitted the registers beside the
 /// row and spilled, and 32 rows lost to 16: LayerNorm 4096×64 floats 28.8 against 38.1 GiB/s
-/// (AVX-512, one thread, standalone harness, best of four alternated rounds). On a Zen 5 (medians
-/// of 15 paired trials), 32 rows against 16, time: LayerNorm 256×64 0.90, 4096×64 1.05,
-/// 4096×128 1.07; RMSNorm 0.96, 0.99, 1.09.
+/// (AVX-512, one thread, standalone harness, best of four alternated rounds). On a Zen 5, 32
+/// rows won only where the rows sit in L2 (floats, AVX-512, medians of 15 paired trials, 32
+/// rows against 16, time: LayerNorm forward 256×64 0.90, 4096×64 1.05, 4096×128 1.07; RMSNorm
+/// forward at the same shapes 0.96, 0.99, 1.09), so groups stay at 16.
 inline constexpr std::size_t kGroupRows = 16;
 
 /// The rows of a group that an unrolled phase runs together (see each_row).
@@ -816,13 +817,13 @@ NORMKIT_ALWAYS_INLINE void prefetch_row(const ForwardRows<T>& a, std::size_t i, 
 /// 65536×64 (from memory) 18.7 → 19.4. What bounds these rows now is not known, but it is not
 /// their arithmetic: taking out the output's subtraction, its γ/β FMA or the statistics'
 /// division and square root each moved 4096×64 by 3% or less, and the minimal kernel of these
-/// phases ran within 5% of this one. Nor is it mainly memory: rows in L1 (256×64) took 8.0 ns each
-/// against 9.3 at 4096×64 (normkit_bench, Zen 5, AVX-512). Issuing the next group's statistics
-/// before this group's outputs, so that the serial chain ending them (horizontal sums, a square
-/// root, a division) would overlap the outputs, was predicted +30% at 4096×64 and lost; measured
-/// (Zen 5, AVX-512, floats, one thread, medians of 15 paired trials), time: 1.12 at 4096×64, 1.13
-/// at 256×64, 4096×128 and 65536×64, 1.14 at 4096×256, training forward 1.10–1.18, where the same
-/// code run group by group took 0.98–1.03.
+/// phases ran within 5% of this one. Nor is it mainly the cache: rows in L2 (256×64) took 8.0 ns
+/// each against 9.3 at 4096×64, in the last-level cache (normkit_bench, Zen 5, AVX-512). Issuing
+/// the next group's statistics before this group's outputs, so that the serial chain ending them
+/// (horizontal sums, a square root, a division) would overlap the outputs, was predicted +30% at
+/// 4096×64 and lost; measured (Zen 5, AVX-512, floats, one thread, medians of 15 paired trials),
+/// time: 1.12 at 4096×64, 1.13 at 256×64, 4096×128 and 65536×64, 1.14 at 4096×256, training forward
+/// 1.10–1.18, where the same split code run group by group instead (a control) took 0.98–1.03.
 template <std::size_t Vectors, std::size_t Rows, bool Gamma, bool Beta, class T, class A>
 void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::size_t count, bool* declined, std::size_t end) {
   // From `rows` itself GCC reloaded every field after each row's stores; from a local copy it
@@ -1636,15 +1637,16 @@ struct BackwardTile {
 /// 43690×768 0.89–0.92, 4096×384 0.92, 2048×1024 0.90; RMSNorm 4096×768 0.89, 32768×768 0.91–0.92,
 /// 2048×1024 0.59 (a row of 4 KiB read ahead by half of it), but 16384×2048 1.03–1.05.
 ///
-/// Narrower vectors read ahead everywhere, though on a Zen 5 AVX2 gains from it only from
-/// memory, as AVX-512 had on Zen 4 (below), and loses where x fits the cache. Time without
-/// (floats, medians of 11–21 paired trials, two runs): LayerNorm 8192×4096 1.04–1.10, 256×16384
-/// 0.82–0.91, 1024×4096 0.89–0.99, 64×16384 0.80; RMSNorm 1.05–1.08, 0.79–0.82, 0.90–0.98, 0.86.
-/// Only NORMKIT_ISA runs AVX2 on a Zen 5, and on the CPUs that pick it this is unmeasured.
-/// 16-bit types on AVX-512 (32 bytes of T a vector) lose far more without from memory than they
-/// gain in cache; time without (one run, 11 paired trials, bfloat16 and float16 alike):
-/// 8192×4096 1.20–1.28, 1024×4096 1.11–1.16, 256×16384 0.91–0.96, 4096×768 and 32768×768
-/// 0.96–0.99.
+/// Narrower vectors read ahead everywhere. On a Zen 5, AVX2 gains from it only at 8192×4096, from
+/// memory, and was faster without elsewhere, from memory at 768 floats too. Time without (floats,
+/// one thread, medians of 11–21 paired trials, one or two runs): LayerNorm 8192×4096 1.04–1.10,
+/// 256×16384 0.82–0.91, 1024×4096 0.89–0.99, 64×16384 0.80, 32768×768 0.91; RMSNorm 1.05–1.08,
+/// 0.79–0.82, 0.90–0.98, 0.86, 0.90. AVX2 runs on a Zen 5 only when NORMKIT_ISA forces it; on the
+/// CPUs without AVX-512, which choose AVX2 themselves, this is unmeasured, so it keeps its
+/// read-ahead. 16-bit types on AVX-512 (32 bytes of T a vector) keep theirs as well, for rows of
+/// 4096: time without (Zen 5, one thread, 11 paired trials, one run, bfloat16 and float16 alike)
+/// 8192×4096 1.20–1.28 and 1024×4096 1.11–1.16, against 256×16384 0.91–0.96 and 4096×768 and
+/// 32768×768 0.96–0.99.
 template <class A, class T>
 inline constexpr bool kBackwardReadsAhead = Simd<A>::lanes * sizeof(T) <= 32;
 
