@@ -275,25 +275,31 @@ TEST_CASE("backward rows read ahead or not give bitwise the same dx and gradient
 
 TEST_CASE("forward rows read ahead or not give bitwise the same y and statistics", "[rows]") {
   // Rows of 64 KiB and more read ahead only where x does not fit the cache (x_in_cache false),
-  // and reading ahead only prefetches. 16387 floats go by pairs and blocks of columns (β
-  // present); the RMSNorm rows go singly.
+  // and reading ahead only prefetches, into L2 or with the non-temporal hint (see
+  // layer_norm_ahead_hint). 16387 floats go by pairs and blocks of columns (β present); the
+  // RMSNorm rows go singly.
   constexpr std::size_t rows = 5, features = 16387;
   LayerNorm<float> norm(features);
   randomize_parameters(norm, 4);
   const auto x = test_rows<float>(rows, features, 0, 5);
-  const auto run = [&](bool layer, bool x_in_cache) {
+  using normkit::detail::AheadHint;
+  const auto run = [&](bool layer, bool x_in_cache, AheadHint hint) {
     std::vector<float> y(rows * features), mean(rows), rstd(rows);
     const normkit::detail::ForwardRows<float> args{
         x.data(), features, y.data(), features, features, norm.gamma().data(),
         layer ? norm.beta().data() : nullptr, layer ? mean.data() : nullptr, rstd.data(), 1e-5, false, false,
-        x_in_cache};
+        x_in_cache, hint};
     if (layer) normkit::detail::forward_rows<normkit::detail::norm_kind::layer>(args, rows);
     else normkit::detail::forward_rows<normkit::detail::norm_kind::rms>(args, rows);
     return std::vector<std::vector<float>>{y, mean, rstd};
   };
   for (const bool layer : {true, false}) {
     CAPTURE(layer);
-    const auto without = run(layer, true), with = run(layer, false);
-    for (std::size_t k = 0; k < with.size(); ++k) CHECK(same_bits(with[k], without[k]));
+    const auto without = run(layer, true, AheadHint::into_l2);
+    for (const AheadHint hint : {AheadHint::into_l2, AheadHint::non_temporal}) {
+      CAPTURE(hint == AheadHint::non_temporal);
+      const auto with = run(layer, false, hint);
+      for (std::size_t k = 0; k < with.size(); ++k) CHECK(same_bits(with[k], without[k]));
+    }
   }
 }

@@ -142,7 +142,8 @@ class LayerNorm {
                                       training ? mean.data() : nullptr, training ? rstd.data() : nullptr,
                                       options_.eps, stream,
                                       detail::fits_cache(y.size_bytes(), arrays),
-                                      detail::input_fits_cache(x.size_bytes())};
+                                      detail::input_fits_cache(x.size_bytes()),
+                                      detail::layer_norm_ahead_hint<T>()};
     detail::forward_rows<detail::norm_kind::layer>(args, rows);
   }
 

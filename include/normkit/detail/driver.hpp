@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <type_traits>
 
 #include "aligned.hpp"
 #include "block_sum.hpp"
@@ -88,6 +89,31 @@ inline bool wide_backward_reads_ahead() noexcept {
     return amd_family() != 0x1au;
   }();
   return reads;
+}
+
+/// How LayerNorm's forward passes read the next row ahead: with the non-temporal hint on AMD's
+/// Zen 5 (family 1Ah), for floats and doubles; into L2 everywhere else. Found by trying each
+/// hint, with no prediction made, after LayerNorm rows of 4096 floats without β had run in
+/// 0.75–0.80 of the time of rows with β, whose x, γ and β fill its 48 KiB L1 (rows of 2048:
+/// ±3%). Against into L2 (Zen 5, one thread, AVX-512 and floats unless noted, standalone
+/// harness, page-aligned arrays, medians of 15–31 paired trials, several runs), time:
+/// LayerNorm forward 1024×4096 0.77–0.93, 8192×4096 0.91–0.95, 2048×4096 0.86, 4096×8192
+/// 0.91–0.97, 8192×3072 0.89, 65536×512 0.85–0.97, 4096×768 0.96–0.97, 32768×768 0.96–0.98;
+/// training forward 1024×4096 0.87–0.96, 8192×4096 0.78–0.92; AVX2 1024×4096 0.96, 8192×4096
+/// 0.84, rows of 768 ±1%; doubles 2048×4096 0.92, 4096×2048 0.96. Either pass alone, the
+/// statistics' or the outputs', took 0.96–0.99 at rows of 4096. bfloat16 and float16 lost
+/// with it (8192×4096 1.06–1.08, other shapes ±3%), so they keep L2, as RMSNorm does (forward
+/// 0.94–1.00, not steadily). Reading nothing ahead took 0.88 at 1024×4096 and 0.95 at
+/// 8192×4096, but 1.11–1.52 at 4096×768, 32768×768 and 65536×512; prefetching into L1
+/// (prefetcht0) took 0.95–0.97 at rows of 4096. Why the non-temporal hint does better is not
+/// known. Each row is read twice, by its statistics and then by its outputs, so on a CPU that
+/// keeps non-temporal lines in L1 only and drops them before the second read, which the x86
+/// manuals allow, the outputs could read x from memory again; other CPUs, Zen 4 included,
+/// keep into L2, unmeasured with the hint.
+template <class T>
+AheadHint layer_norm_ahead_hint() noexcept {
+  static const bool zen5 = amd_family() == 0x1au;
+  return std::is_same_v<T, accum_t<T>> && zen5 ? AheadHint::non_temporal : AheadHint::into_l2;
 }
 
 /// How many distinct arrays a backward pass touches: dx may be dy or x, updated in place, and

@@ -118,18 +118,27 @@ Moments tail_moments(const T* x, std::size_t n, const Shifter& shift) {
 /// write_row still 6%, with the gain at 8192×4096 gone. The same repeat on AVX2 measured −4 to
 /// +4%, and 16-bit types on AVX-512 (32 bytes a vector) were not tried with it. AVX-512 still
 /// trails AVX2 on some rows from memory (RMSNorm forward 8192×4096: 33.0 against 38.7).
-template <class A, class T>
+///
+/// Hint picks the prefetch: into L2, or non-temporal (see layer_norm_ahead_hint in driver.hpp).
+/// A template parameter, so that no loop tests it once a vector; layer_norm_row and
+/// layer_norm_apply pick it once a row.
+template <class A, AheadHint Hint, class T>
 NORMKIT_ALWAYS_INLINE void read_ahead(const T* p) {
   constexpr std::size_t W = Simd<A>::lanes;
-  NORMKIT_PREFETCH(p);
-  if constexpr (W * sizeof(T) > 32) NORMKIT_PREFETCH(p + W / 4);
+  if constexpr (Hint == AheadHint::non_temporal) {
+    NORMKIT_PREFETCH_NTA(p);
+    if constexpr (W * sizeof(T) > 32) NORMKIT_PREFETCH_NTA(p + W / 4);
+  } else {
+    NORMKIT_PREFETCH(p);
+    if constexpr (W * sizeof(T) > 32) NORMKIT_PREFETCH(p + W / 4);
+  }
 }
 
 /// Moments of d = x·scale − shift over `blocks` (≤ BlockWeights::blocks) blocks of Block
 /// vectors from x: each block reduced exactly by two passes over registers, then merged into
-/// the lanes' running moments with Chan's formula. Reads ahead into `ahead`, unless nullptr
-/// (see write_row).
-template <std::size_t Block, class T, class A, class Shifter>
+/// the lanes' running moments with Chan's formula. Reads ahead into `ahead`, unless nullptr,
+/// with Hint (see write_row).
+template <std::size_t Block, AheadHint Hint, class T, class A, class Shifter>
 NORMKIT_ALWAYS_INLINE Moments block_moments(const T* x, std::size_t blocks, const Shifter& shift, const T* ahead) {
   using S = Simd<A>;
   using V = typename S::vec;
@@ -144,7 +153,7 @@ NORMKIT_ALWAYS_INLINE Moments block_moments(const T* x, std::size_t blocks, cons
     for (std::size_t k = 0; k < Block; ++k) d[k] = shift(S::load(x + j + k * W));
     if (ahead != nullptr) {
       NORMKIT_UNROLL
-      for (std::size_t k = 0; k < Block; k += 2) read_ahead<A>(ahead + (j + k * W) / 2);
+      for (std::size_t k = 0; k < Block; k += 2) read_ahead<A, Hint>(ahead + (j + k * W) / 2);
     }
     V even = d[0], odd = d[1];  // two chains halve the sum's latency
     NORMKIT_UNROLL
@@ -171,8 +180,8 @@ NORMKIT_ALWAYS_INLINE Moments block_moments(const T* x, std::size_t blocks, cons
 }
 
 /// Moments of d = x·scale − shift over a row of n values: chunks of blocks of kBlock vectors,
-/// then at most one of kHalfBlock, then the tail.
-template <class T, class A, class Shifter>
+/// then at most one of kHalfBlock, then the tail. Reads ahead into `ahead`, unless nullptr, with Hint.
+template <class T, class A, AheadHint Hint = AheadHint::into_l2, class Shifter>
 Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift, const T* ahead = nullptr) {
   constexpr std::size_t W = Simd<A>::lanes, step = kBlock * W, chunk_blocks = BlockWeights<A, kBlock>::blocks;
   Moments total;
@@ -181,11 +190,11 @@ Moments shifted_moments(const T* x, std::size_t n, const Shifter& shift, const T
   const auto ahead_of = [ahead](std::size_t column) { return ahead != nullptr ? ahead + column / 2 : nullptr; };
   while (n - j >= step) {
     const std::size_t blocks = (n - j) / step < chunk_blocks ? (n - j) / step : chunk_blocks;
-    total = merge(total, block_moments<kBlock, T, A>(x + j, blocks, shift, ahead_of(j)));
+    total = merge(total, block_moments<kBlock, Hint, T, A>(x + j, blocks, shift, ahead_of(j)));
     j += blocks * step;
   }
   if (n - j >= kHalfBlock * W) {
-    total = merge(total, block_moments<kHalfBlock, T, A>(x + j, 1, shift, ahead_of(j)));
+    total = merge(total, block_moments<kHalfBlock, Hint, T, A>(x + j, 1, shift, ahead_of(j)));
     j += kHalfBlock * W;
   }
   if (j < n) total = merge(total, tail_moments<T, A>(x + j, n - j, shift));
@@ -235,11 +244,11 @@ void row_sums(std::size_t n, const Terms& terms_ref, double (&total)[N], const T
       }
       if (ahead != nullptr) {
         NORMKIT_UNROLL
-        for (std::size_t s = 0; s < kSets; s += 2) read_ahead<A>(ahead + (j + s * W) / 2);
+        for (std::size_t s = 0; s < kSets; s += 2) read_ahead<A, AheadHint::into_l2>(ahead + (j + s * W) / 2);
       }
       if (ahead_too != nullptr) {
         NORMKIT_UNROLL
-        for (std::size_t s = 0; s < kSets; s += 2) read_ahead<A>(ahead_too + (j + s * W) / 2);
+        for (std::size_t s = 0; s < kSets; s += 2) read_ahead<A, AheadHint::into_l2>(ahead_too + (j + s * W) / 2);
       }
     }
     for (; j + W <= end; j += W) {
@@ -318,8 +327,8 @@ bool every_row_aligned(const T* y, std::size_t stride) {
 /// vectors bypass the cache (non-temporal stores, from the first aligned address on): for an
 /// output that does not fit the last-level cache beside its input (see stream_min_bytes), a
 /// normal store would first read each line it is about to overwrite, a third stream of memory
-/// traffic next to reading x and writing y.
-template <bool Stream, class A, class T, class Out>
+/// traffic next to reading x and writing y. Reads ahead into `ahead`, unless nullptr, with Hint.
+template <bool Stream, class A, AheadHint Hint = AheadHint::into_l2, class T, class Out>
 void write_row(T* y, std::size_t n, const Out& out_ref, const T* ahead = nullptr) {
   using S = Simd<A>;
   // A local copy: stores to y could alias the caller's object, forcing a reload of every
@@ -331,12 +340,12 @@ void write_row(T* y, std::size_t n, const Out& out_ref, const T* ahead = nullptr
     const std::size_t head = unaligned_head<A>(y) < n ? unaligned_head<A>(y) : n;
     if (head > 0) S::store_n(y, out.template value<false>(0, head), head);
     for (j = head; j + W <= n; j += W) {
-      if (ahead != nullptr) read_ahead<A>(ahead + j / 2);
+      if (ahead != nullptr) read_ahead<A, Hint>(ahead + j / 2);
       S::stream(y + j, out.template value<true>(j, W));
     }
   } else if (ahead != nullptr) {
     for (; j + W <= n; j += W) {
-      read_ahead<A>(ahead + j / 2);
+      read_ahead<A, Hint>(ahead + j / 2);
       S::store(y + j, out.template value<true>(j, W));
     }
   } else {
@@ -433,7 +442,7 @@ struct CenteredTerms {
 
 /// The statistics of a LayerNorm row (see LayerNormRow): its moments, rescaled where the
 /// variance would leave A's comfortable range, the mean as a hi/lo pair, and rstd. Reads ahead
-/// into `ahead` (see write_row).
+/// into `ahead` with `hint` (see write_row).
 ///
 /// Always inlined (GCC, Clang) into the forward driver, with LayerNormForward::statistics;
 /// the vector passes (shifted_moments) stay calls. Timed on Zen 4 with rows in L1, a LayerNorm
@@ -453,10 +462,13 @@ struct CenteredTerms {
 /// 0.79, 8192×4096 0.77; sums of d and d² about x₀ (three operations a vector; the
 /// E[d²] − E[d]² that DESIGN §2 rules out): 0.91, 0.95, 0.89 and 0.96 at the same shapes.
 template <class T, class A = accum_t<T>>
-NORMKIT_ALWAYS_INLINE LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr) {
+NORMKIT_ALWAYS_INLINE LayerNormRow<A> layer_norm_row(const T* x, std::size_t n, double eps, const T* ahead = nullptr,
+                                                     AheadHint hint = AheadHint::into_l2) {
   A scale = 1;
   A shift = static_cast<A>(x[0]);
-  Moments m = shifted_moments<T, A>(x, n, Shift<false, A>(scale, shift), ahead);
+  Moments m = hint == AheadHint::non_temporal
+                  ? shifted_moments<T, A, AheadHint::non_temporal>(x, n, Shift<false, A>(scale, shift), ahead)
+                  : shifted_moments<T, A>(x, n, Shift<false, A>(scale, shift), ahead);
   double var = m.m2 / m.count;
   // Variance overflowed A (or the row holds NaN/Inf), or is small enough to lose bits: rescale
   // finite, nonzero rows by a power of two and measure again. A NaN/Inf row keeps its NaN.
@@ -517,7 +529,9 @@ void layer_norm_apply(const ForwardRows<T>& a, const T* x, T* y, const LayerNorm
   const A* gamma = Gamma ? a.gamma + c.from : nullptr;
   const A* beta = Beta ? a.beta + c.from : nullptr;
   if (row.scale == 1) {
-    write_row<Stream, A>(y + c.from, c.count, LayerNormOutput<Gamma, Beta, T, A, Shift<false, A>>{x + c.from, gamma, beta, Shift<false, A>(row.scale, row.hi), S::set(row.r), S::set(-row.lo * row.r)}, ahead);
+    const LayerNormOutput<Gamma, Beta, T, A, Shift<false, A>> out{x + c.from, gamma, beta, Shift<false, A>(row.scale, row.hi), S::set(row.r), S::set(-row.lo * row.r)};
+    if (a.ahead_hint == AheadHint::non_temporal) write_row<Stream, A, AheadHint::non_temporal>(y + c.from, c.count, out, ahead);
+    else write_row<Stream, A>(y + c.from, c.count, out, ahead);
   } else {
     write_row<Stream, A>(y + c.from, c.count, LayerNormOutput<Gamma, Beta, T, A, Shift<true, A>>{x + c.from, gamma, beta, Shift<true, A>(row.scale, row.hi), S::set(row.r), S::set(-row.lo * row.r)});
   }
@@ -1044,7 +1058,7 @@ struct LayerNormForward {
   static constexpr bool kFused = false;  // measured slower fused (see forward_fused)
 
   NORMKIT_ALWAYS_INLINE static Row statistics(const ForwardRows<T>& a, const T* x, const T* ahead) {
-    return layer_norm_row(x, a.features, a.eps, ahead);
+    return layer_norm_row(x, a.features, a.eps, ahead, a.ahead_hint);
   }
   static void save(const ForwardRows<T>& a, std::size_t i, const Row& row) {
     if (a.mean != nullptr) a.mean[i] = static_cast<A>(row.mean);
@@ -1692,12 +1706,12 @@ void backward_tile(const BackwardRows<T>& a, std::size_t first, const BackwardCo
   }
   for (; j + W <= n; j += W) {
     if constexpr (ReadAhead && Rows == 1) {
-      read_ahead<A>(ahead[0] + j / 2);
+      read_ahead<A, AheadHint::into_l2>(ahead[0] + j / 2);
     } else if constexpr (ReadAhead) {
       NORMKIT_UNROLL
       for (std::size_t k = 0; k < Rows; ++k) {
-        read_ahead<A>(ahead[k] + j / 2);
-        read_ahead<A>(ahead_dy[k] + j / 2);
+        read_ahead<A, AheadHint::into_l2>(ahead[k] + j / 2);
+        read_ahead<A, AheadHint::into_l2>(ahead_dy[k] + j / 2);
       }
     }
     tile.template column<true, Stream && Dx>(j, W);

@@ -9,6 +9,10 @@
 
 namespace normkit::detail {
 
+/// How a pass prefetches the rows it reads ahead: into L2 (NORMKIT_PREFETCH), or with the
+/// non-temporal hint (NORMKIT_PREFETCH_NTA, see layer_norm_ahead_hint).
+enum class AheadHint { into_l2, non_temporal };
+
 template <class T>
 struct ForwardRows {
   using A = accum_t<T>;
@@ -25,6 +29,7 @@ struct ForwardRows {
   bool stream;      // y bypasses the cache (see should_stream)
   bool in_cache;    // x and y leave at least half the last-level cache free (see fits_cache)
   bool x_in_cache;  // x alone fits the last-level cache (see input_fits_cache)
+  AheadHint ahead_hint;  // of LayerNorm's passes (see layer_norm_ahead_hint); RMSNorm's go into L2
 };
 
 template <class T>

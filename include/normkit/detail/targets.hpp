@@ -101,6 +101,15 @@
 #define NORMKIT_PREFETCH(p) ((void)(p))
 #endif
 
+// A non-temporal prefetch of the cache line holding p (locality 0: prefetchnta on x86,
+// PLDL1STRM on AArch64), for LayerNorm's forward passes over floats and doubles on a Zen 5
+// (see layer_norm_ahead_hint in driver.hpp).
+#if defined(__GNUC__) || defined(__clang__)
+#define NORMKIT_PREFETCH_NTA(p) __builtin_prefetch(p, 0, 0)
+#else
+#define NORMKIT_PREFETCH_NTA(p) ((void)(p))
+#endif
+
 // A hint to bring the cache line holding p into L1 (locality 3: prefetcht0, PLDL1KEEP), for the
 // short-row kernels' next group: a few KiB, which its first phase then reads all at once.
 #if defined(__GNUC__) || defined(__clang__)
