@@ -108,8 +108,11 @@ inline bool wide_backward_reads_ahead() noexcept {
 /// (prefetcht0) took 0.95–0.97 at rows of 4096. Why the non-temporal hint does better is not
 /// known. Each row is read twice, by its statistics and then by its outputs, so on a CPU that
 /// keeps non-temporal lines in L1 only and drops them before the second read, which the x86
-/// manuals allow, the outputs could read x from memory again; other CPUs, Zen 4 included,
-/// keep into L2, unmeasured with the hint.
+/// manuals allow, the outputs could read x from memory again. A Zen 4 (family 19h, 32 KiB of
+/// L1) lost with the hint (same harness, medians of 15 paired trials), time against into L2:
+/// LayerNorm forward 1024×4096 1.10, 2048×4096 1.16, 8192×4096 1.20, 4096×768 1.03, 32768×768
+/// 1.07, 256×16384 1.03; training forward 1024×4096 1.09, 8192×4096 1.14. So it keeps into L2,
+/// and so do other CPUs, unmeasured with the hint.
 template <class T>
 AheadHint layer_norm_ahead_hint() noexcept {
   static const bool zen5 = amd_family() == 0x1au;
