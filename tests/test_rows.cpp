@@ -288,7 +288,7 @@ TEST_CASE("forward rows read ahead or not give bitwise the same y and statistics
     const normkit::detail::ForwardRows<float> args{
         x.data(), features, y.data(), features, features, norm.gamma().data(),
         layer ? norm.beta().data() : nullptr, layer ? mean.data() : nullptr, rstd.data(), 1e-5, false, false,
-        x_in_cache, hint};
+        x_in_cache, hint, normkit::detail::cached_group_bytes()};
     if (layer) normkit::detail::forward_rows<normkit::detail::norm_kind::layer>(args, rows);
     else normkit::detail::forward_rows<normkit::detail::norm_kind::rms>(args, rows);
     return std::vector<std::vector<float>>{y, mean, rstd};
@@ -300,6 +300,39 @@ TEST_CASE("forward rows read ahead or not give bitwise the same y and statistics
       CAPTURE(hint == AheadHint::non_temporal);
       const auto with = run(layer, false, hint);
       for (std::size_t k = 0; k < with.size(); ++k) CHECK(same_bits(with[k], without[k]));
+    }
+  }
+}
+
+TEST_CASE("forward rows give bitwise the same y and statistics in groups of any size", "[rows]") {
+  // Where the pass fits the cache, rows go by groups of cached_group_bytes (a quarter of the
+  // L1 on some CPUs, see driver.hpp); elsewhere one at a time. A row's results must not depend
+  // on its neighbours: 11 rows leave a partial group for each size tried.
+  using normkit::detail::AheadHint;
+  for (const std::size_t features : {300u, 768u, 1000u}) {
+    CAPTURE(features);
+    constexpr std::size_t rows = 11;
+    LayerNorm<float> norm(features);
+    randomize_parameters(norm, 6);
+    const auto x = test_rows<float>(rows, features, 0, 7);
+    const auto run = [&](bool layer, bool in_cache, std::size_t group_bytes) {
+      std::vector<float> y(rows * features), mean(rows), rstd(rows);
+      const normkit::detail::ForwardRows<float> args{
+          x.data(), features, y.data(), features, features, norm.gamma().data(),
+          layer ? norm.beta().data() : nullptr, layer ? mean.data() : nullptr, rstd.data(), 1e-5, false, in_cache,
+          true, AheadHint::into_l2, group_bytes};
+      if (layer) normkit::detail::forward_rows<normkit::detail::norm_kind::layer>(args, rows);
+      else normkit::detail::forward_rows<normkit::detail::norm_kind::rms>(args, rows);
+      return std::vector<std::vector<float>>{y, mean, rstd};
+    };
+    for (const bool layer : {true, false}) {
+      CAPTURE(layer);
+      const auto singly = run(layer, false, 0);
+      for (const std::size_t group_bytes : {2048u, 8192u, 12288u}) {
+        CAPTURE(group_bytes);
+        const auto grouped = run(layer, true, group_bytes);
+        for (std::size_t k = 0; k < grouped.size(); ++k) CHECK(same_bits(grouped[k], singly[k]));
+      }
     }
   }
 }

@@ -63,6 +63,18 @@ inline unsigned amd_family() noexcept {
 #endif
 }
 
+/// The L1 data cache of an AMD CPU in KiB (CPUID leaf 8000_0005h, ECX bits 31–24), or 0 on
+/// other CPUs, whose leaf 8000_0005h is reserved.
+inline unsigned amd_l1d_kib() noexcept {
+#if NORMKIT_TARGET_ATTRIBUTES
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (amd_family() == 0 || __get_cpuid(0x80000005u, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  return ecx >> 24;
+#else
+  return 0;
+#endif
+}
+
 inline bool cpu_has(isa which) noexcept {
   switch (which) {
     case isa::scalar: return true;

@@ -143,7 +143,7 @@ class LayerNorm {
                                       options_.eps, stream,
                                       detail::fits_cache(y.size_bytes(), arrays),
                                       detail::input_fits_cache(x.size_bytes()),
-                                      detail::layer_norm_ahead_hint<T>()};
+                                      detail::layer_norm_ahead_hint<T>(), detail::cached_group_bytes()};
     detail::forward_rows<detail::norm_kind::layer>(args, rows);
   }
 

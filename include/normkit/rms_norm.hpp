@@ -116,7 +116,8 @@ class RMSNorm {
                                       gamma_.empty() ? nullptr : gamma_.data(), nullptr, nullptr,
                                       training ? rstd.data() : nullptr, options_.eps, stream,
                                       detail::fits_cache(y.size_bytes(), arrays),
-                                      detail::input_fits_cache(x.size_bytes()), detail::AheadHint::into_l2};
+                                      detail::input_fits_cache(x.size_bytes()), detail::AheadHint::into_l2,
+                                      detail::cached_group_bytes()};
     detail::forward_rows<detail::norm_kind::rms>(args, rows);
   }
 

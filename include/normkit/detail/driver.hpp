@@ -55,12 +55,46 @@ inline bool should_stream(std::size_t array_bytes, std::size_t arrays) noexcept 
 /// Whether a pass over `arrays` distinct arrays of `array_bytes` each leaves at least half of
 /// the last-level cache free, as the cache size that stream_min_bytes assumes: at most half of
 /// it, or at most NORMKIT_GROUP_MAX_BYTES where that is set. Forward rows then go by larger
-/// groups (see kCachedGroupBytes), which gained up to 16 MiB of x and y on a Zen 5 with a
+/// groups (see cached_group_bytes), which gained up to 16 MiB of x and y on a Zen 5 with a
 /// 32 MiB cache and lost from 20 MiB on, and read nothing ahead (see write_row); short
 /// LayerNorm rows go backward by groups (see layer_norm_backward_group).
 inline bool fits_cache(std::size_t array_bytes, std::size_t arrays) noexcept {
   static const std::size_t max_bytes = bytes_from_environment("NORMKIT_GROUP_MAX_BYTES", stream_min_bytes() / 2);
   return array_bytes * arrays <= max_bytes;
+}
+
+/// Rows of a pass whose arrays take at most half the last-level cache (ForwardRows::in_cache)
+/// go by groups of up to kCachedGroupBytes of input (less with a smaller L1, see
+/// cached_group_bytes): there what a row waits for is its own statistics' chain, not memory.
+/// Ablations of a 768-float LayerNorm row in L1 (Zen 5, AVX-512, one thread, standalone
+/// harness): 104 ns a row, of which the output pass alone takes ~30 and the statistics' vector
+/// work ~20; the rest is the chain. Groups of 12 KiB against single rows, floats, time per row,
+/// the same harness, best of nine rounds: LayerNorm 32×384 −27%, 32×768 −17%, 32×1024 −10%,
+/// 32×1536 −5%, 32×2048 ±0, 1024×768 (6 MiB of x and y) −15%, 2048×768 (12 MiB) −13%, 2730×768
+/// (16 MiB) −7 to −12%; RMSNorm 32×384 −25%, 32×768 −11%, 32×1024 −10%, 2048×768 −6%, 2730×768
+/// −6 to +2%. 6, 16 and 24 KiB were no better. Past half the cache the groups lose: 3413×768
+/// (20 MiB) LayerNorm +6 to +33%, and at 4096×768 (24 MiB) LayerNorm +12%, RMSNorm +40%, as
+/// the 2 KiB groups had found (see kGroupBytes in kernels-inl.hpp), which is why the threshold
+/// is a fraction of the cache (see fits_cache). A group, what it reads ahead and its output
+/// lines take ~36 KiB of that Zen 5's 48 KiB L1.
+inline constexpr std::size_t kCachedGroupBytes = 12 * 1024;
+
+/// Input bytes per group of rows where a forward pass fits the cache: kCachedGroupBytes, or a
+/// quarter of the L1 data cache where that is less, as on a Zen 4 (32 KiB: 8 KiB groups), where
+/// a 12 KiB group, what it reads ahead and its output lines no longer fit L1. Predicted 3–8%
+/// at rows of 384 to 1024 floats there. Measured with 8 KiB against 12 KiB (Zen 4, AVX-512,
+/// floats, one thread, standalone harness, medians of 15 paired trials, up to three runs),
+/// time: LayerNorm forward 2048×768 0.89–0.92, 2730×768 0.74–0.81, 1536×1024 0.94–0.95,
+/// 4096×384 0.96–0.98, 1024×768 0.99, 32×768 and 1024×1024 1.01; training forward 2048×768
+/// 0.93; RMSNorm 2048×768 0.97–1.00, 32×768 0.94. Groups of 6 KiB gained less (2730×768
+/// 0.86, 2048×768 0.97). The L1 size is read on AMD CPUs only (see amd_l1d_kib); elsewhere
+/// groups keep kCachedGroupBytes.
+inline std::size_t cached_group_bytes() noexcept {
+  static const std::size_t bytes = [] {
+    const std::size_t quarter = std::size_t{amd_l1d_kib()} * 1024 / 4;
+    return quarter != 0 && quarter < kCachedGroupBytes ? quarter : kCachedGroupBytes;
+  }();
+  return bytes;
 }
 
 /// Whether an input of `bytes` fits the last-level cache that stream_min_bytes assumes, so that a

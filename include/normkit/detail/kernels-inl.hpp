@@ -939,7 +939,7 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
 }
 
 /// Longer rows are normalized in groups of up to kGroupRows rows and kGroupBytes of input
-/// (kCachedGroupBytes where the pass fits the cache with room to spare):
+/// (ForwardRows::cached_group_bytes where the pass fits the cache with room to spare):
 /// first the statistics of every row, then every output, and each pass reads ahead into the
 /// row a group further on. A row's statistics end in a serial chain (horizontal sums, a
 /// division, a square root); issued back to back, the chains of several rows overlap in the
@@ -952,23 +952,9 @@ void layer_norm_short_rows(const ForwardRows<T>& rows, std::size_t first, std::s
 /// RMSNorm 110 against 165, 4096×1024 209 against 280 and 16384×256 71 against 91; 1 and 4 KiB
 /// were no better. So a group is two rows of 256 floats, and a row of more than 256 floats (512
 /// in a 16-bit type) goes alone, except the long LayerNorm rows below (kPairMinRowBytes) and
-/// the rows of a pass that fits the cache with room to spare (kCachedGroupBytes).
+/// the rows of a pass that fits the cache with room to spare (see cached_group_bytes in
+/// driver.hpp).
 inline constexpr std::size_t kGroupBytes = 2048;
-
-/// Rows of a pass whose arrays take at most half the last-level cache (ForwardRows::in_cache)
-/// go by groups of up to kCachedGroupBytes of input: there what a row waits for is its own
-/// statistics' chain, not memory. Ablations of a 768-float LayerNorm row in L1 (Zen 5,
-/// AVX-512, one thread, standalone harness): 104 ns a row, of which the output pass alone
-/// takes ~30 and the statistics' vector work ~20; the rest is the chain. Groups of 12 KiB
-/// against single rows, floats, time per row, the same harness, best of nine rounds:
-/// LayerNorm 32×384 −27%, 32×768 −17%, 32×1024 −10%, 32×1536 −5%, 32×2048 ±0, 1024×768 (6 MiB
-/// of x and y) −15%, 2048×768 (12 MiB) −13%, 2730×768 (16 MiB) −7 to −12%; RMSNorm 32×384 −25%,
-/// 32×768 −11%, 32×1024 −10%, 2048×768 −6%, 2730×768 −6 to +2%. 6, 16 and 24 KiB were no
-/// better. Past half the cache the groups lose: 3413×768 (20 MiB) LayerNorm +6 to +33%, and at
-/// 4096×768 (24 MiB) LayerNorm +12%, RMSNorm +40%, as the 2 KiB groups above found, which is
-/// why the threshold is a fraction of the cache (see fits_cache). A group, what it reads ahead
-/// and its output lines take ~36 KiB of a 48 KiB L1 here; not measured with a 32 KiB L1 (Zen 4).
-inline constexpr std::size_t kCachedGroupBytes = 12 * 1024;
 
 /// Long LayerNorm rows with γ and β, of kPairMinRowBytes in A (4096 floats, 2048 doubles) and
 /// more, go by pairs, and their outputs by blocks of kColumnBytes of columns, each block of
@@ -1044,9 +1030,10 @@ bool in_pairs(const ForwardRows<T>& a) {
   return a.beta != nullptr && a.features * sizeof(accum_t<T>) >= kPairMinRowBytes;
 }
 
+/// Rows of `features` values of T per group, where a group takes at most `bytes` of input.
 template <class T>
-std::size_t group_rows(std::size_t features, bool in_cache) {
-  const std::size_t fit = (in_cache ? kCachedGroupBytes : kGroupBytes) / (features * sizeof(T));
+std::size_t group_rows(std::size_t features, std::size_t bytes) {
+  const std::size_t fit = bytes / (features * sizeof(T));
   return fit < 1 ? 1 : (fit > kGroupRows ? kGroupRows : fit);
 }
 
@@ -1390,7 +1377,7 @@ void forward_fused(const ForwardRows<T>& a, std::size_t begin, std::size_t end) 
 template <bool Stream, class Norm, class T>
 void forward_in_groups(const ForwardRows<T>& a, std::size_t begin, std::size_t end) {
   const bool pairs = in_pairs(a);
-  const std::size_t group = pairs ? 2 : group_rows<T>(a.features, a.in_cache);
+  const std::size_t group = pairs ? 2 : group_rows<T>(a.features, a.in_cache ? a.cached_group_bytes : kGroupBytes);
   const std::size_t block = pairs ? kColumnBytes / sizeof(accum_t<T>) : a.features;
   typename Norm::Row stats[kGroupRows];
   for (std::size_t first = begin; first < end; first += group) {
