@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <span>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "support.hpp"
@@ -304,35 +306,61 @@ TEST_CASE("forward rows read ahead or not give bitwise the same y and statistics
   }
 }
 
+namespace {
+
+/// y, mean and rstd of forward rows of x through `norm`'s γ (and β for LayerNorm), where the
+/// pass fits the cache (in_cache) by groups of up to group_bytes of input, or not.
+template <class T, class Norm>
+std::tuple<std::vector<T>, std::vector<float>, std::vector<float>> forward_grouped(
+    const Norm& norm, const std::vector<T>& x, std::size_t rows, bool in_cache, std::size_t group_bytes) {
+  constexpr bool layer = std::is_same_v<Norm, LayerNorm<T>>;
+  const std::size_t features = norm.features();
+  std::vector<T> y(rows * features);
+  std::vector<float> mean(rows), rstd(rows);
+  const float* beta = nullptr;
+  if constexpr (layer) beta = norm.beta().data();
+  const normkit::detail::ForwardRows<T> args{
+      x.data(), features, y.data(), features, features, norm.gamma().data(),
+      beta, layer ? mean.data() : nullptr, rstd.data(), 1e-5, false, in_cache,
+      true, normkit::detail::AheadHint::into_l2, group_bytes};
+  if constexpr (layer) normkit::detail::forward_rows<normkit::detail::norm_kind::layer>(args, rows);
+  else normkit::detail::forward_rows<normkit::detail::norm_kind::rms>(args, rows);
+  return {y, mean, rstd};
+}
+
+/// Checks that forward rows grouped by any size give the bits they give one at a time.
+template <class T, class Norm>
+void check_any_group_size(const Norm& norm, std::size_t rows) {
+  const auto x = test_rows<T>(rows, norm.features(), 0, 7);
+  const auto singly = forward_grouped(norm, x, rows, false, 0);
+  for (const std::size_t group_bytes : {2048u, 8192u, 12288u, 65536u}) {
+    CAPTURE(group_bytes);
+    const auto grouped = forward_grouped(norm, x, rows, true, group_bytes);
+    CHECK(same_bits(std::get<0>(grouped), std::get<0>(singly)));
+    CHECK(same_bits(std::get<1>(grouped), std::get<1>(singly)));
+    CHECK(same_bits(std::get<2>(grouped), std::get<2>(singly)));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("forward rows give bitwise the same y and statistics in groups of any size", "[rows]") {
-  // Where the pass fits the cache, rows go by groups of cached_group_bytes (a quarter of the
-  // L1 on some CPUs, see driver.hpp); elsewhere one at a time. A row's results must not depend
-  // on its neighbours: 11 rows leave a partial group for each size tried.
-  using normkit::detail::AheadHint;
+  // Where the pass fits the cache, rows longer than the registers go by groups of up to
+  // cached_group_bytes of input (less than 12 KiB with a small L1, see driver.hpp), up to
+  // kGroupRows rows; rows of these widths go one at a time elsewhere. A row's results must not
+  // depend on its group: 37 rows leave a partial last group for every size of more than a row.
+  // RMSNorm rows of floats go fused in the cache, not by groups; its bfloat16 rows go by groups.
+  constexpr std::size_t rows = 37;
   for (const std::size_t features : {300u, 768u, 1000u}) {
     CAPTURE(features);
-    constexpr std::size_t rows = 11;
-    LayerNorm<float> norm(features);
-    randomize_parameters(norm, 6);
-    const auto x = test_rows<float>(rows, features, 0, 7);
-    const auto run = [&](bool layer, bool in_cache, std::size_t group_bytes) {
-      std::vector<float> y(rows * features), mean(rows), rstd(rows);
-      const normkit::detail::ForwardRows<float> args{
-          x.data(), features, y.data(), features, features, norm.gamma().data(),
-          layer ? norm.beta().data() : nullptr, layer ? mean.data() : nullptr, rstd.data(), 1e-5, false, in_cache,
-          true, AheadHint::into_l2, group_bytes};
-      if (layer) normkit::detail::forward_rows<normkit::detail::norm_kind::layer>(args, rows);
-      else normkit::detail::forward_rows<normkit::detail::norm_kind::rms>(args, rows);
-      return std::vector<std::vector<float>>{y, mean, rstd};
-    };
-    for (const bool layer : {true, false}) {
-      CAPTURE(layer);
-      const auto singly = run(layer, false, 0);
-      for (const std::size_t group_bytes : {2048u, 8192u, 12288u}) {
-        CAPTURE(group_bytes);
-        const auto grouped = run(layer, true, group_bytes);
-        for (std::size_t k = 0; k < grouped.size(); ++k) CHECK(same_bits(grouped[k], singly[k]));
-      }
-    }
+    LayerNorm<float> layer_float(features);
+    randomize_parameters(layer_float, 6);
+    check_any_group_size<float>(layer_float, rows);
+    LayerNorm<bfloat16> layer_bf16(features);
+    randomize_parameters(layer_bf16, 8);
+    check_any_group_size<bfloat16>(layer_bf16, rows);
+    RMSNorm<bfloat16> rms_bf16(features);
+    randomize_parameters(rms_bf16, 9);
+    check_any_group_size<bfloat16>(rms_bf16, rows);
   }
 }

@@ -75,20 +75,23 @@ inline bool fits_cache(std::size_t array_bytes, std::size_t arrays) noexcept {
 /// −6 to +2%. 6, 16 and 24 KiB were no better. Past half the cache the groups lose: 3413×768
 /// (20 MiB) LayerNorm +6 to +33%, and at 4096×768 (24 MiB) LayerNorm +12%, RMSNorm +40%, as
 /// the 2 KiB groups had found (see kGroupBytes in kernels-inl.hpp), which is why the threshold
-/// is a fraction of the cache (see fits_cache). A group, what it reads ahead and its output
-/// lines take ~36 KiB of that Zen 5's 48 KiB L1.
+/// is a fraction of the cache (see fits_cache). Then a group, the group it read ahead and its
+/// output lines took ~36 KiB of that Zen 5's 48 KiB L1; passes that fit the cache have since
+/// stopped reading ahead.
 inline constexpr std::size_t kCachedGroupBytes = 12 * 1024;
 
 /// Input bytes per group of rows where a forward pass fits the cache: kCachedGroupBytes, or a
-/// quarter of the L1 data cache where that is less, as on a Zen 4 (32 KiB: 8 KiB groups), where
-/// a 12 KiB group, what it reads ahead and its output lines no longer fit L1. Predicted 3–8%
-/// at rows of 384 to 1024 floats there. Measured with 8 KiB against 12 KiB (Zen 4, AVX-512,
+/// quarter of the L1 data cache where that is less, as on a Zen 4 (32 KiB: 8 KiB groups). There
+/// a 12 KiB group of 768-float rows, its output lines, γ and β take ~30 KiB of the 32. Predicted
+/// 3–8% at rows of 384 to 1024 floats. Measured with 8 KiB against 12 KiB (Zen 4, AVX-512,
 /// floats, one thread, standalone harness, medians of 15 paired trials, up to three runs),
 /// time: LayerNorm forward 2048×768 0.89–0.92, 2730×768 0.74–0.81, 1536×1024 0.94–0.95,
 /// 4096×384 0.96–0.98, 1024×768 0.99, 32×768 and 1024×1024 1.01; training forward 2048×768
-/// 0.93; RMSNorm 2048×768 0.97–1.00, 32×768 0.94. Groups of 6 KiB gained less (2730×768
-/// 0.86, 2048×768 0.97). The L1 size is read on AMD CPUs only (see amd_l1d_kib); elsewhere
-/// groups keep kCachedGroupBytes.
+/// 0.93. Groups of 6 KiB gained less (2730×768 0.86, 2048×768 0.97). RMSNorm rows of floats
+/// and doubles that fit the cache go fused, not by groups (see forward_fused); its 16-bit rows
+/// go by groups, unmeasured with 8 KiB. The L1 size is read on AMD CPUs only (see amd_l1d_kib):
+/// other AMD families follow the rule unmeasured (Zen 1 to 3 have 32 KiB too), and other CPUs
+/// keep kCachedGroupBytes, also unmeasured where their L1 is smaller (32 KiB on Skylake-X).
 inline std::size_t cached_group_bytes() noexcept {
   static const std::size_t bytes = [] {
     const std::size_t quarter = std::size_t{amd_l1d_kib()} * 1024 / 4;

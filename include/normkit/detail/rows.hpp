@@ -30,7 +30,7 @@ struct ForwardRows {
   bool in_cache;    // x and y leave at least half the last-level cache free (see fits_cache)
   bool x_in_cache;  // x alone fits the last-level cache (see input_fits_cache)
   AheadHint ahead_hint;  // of LayerNorm's passes (see layer_norm_ahead_hint); RMSNorm's go into L2
-  std::size_t cached_group_bytes;  // input per group of rows where in_cache (see cached_group_bytes)
+  std::size_t cached_group_bytes;  // input per group of rows where in_cache (see detail::cached_group_bytes())
 };
 
 template <class T>
