@@ -275,44 +275,22 @@ TEST_CASE("backward rows read ahead or not give bitwise the same dx and gradient
   }
 }
 
-TEST_CASE("forward rows read ahead or not give bitwise the same y and statistics", "[rows]") {
-  // Rows of 64 KiB and more read ahead only where x does not fit the cache (x_in_cache false),
-  // and reading ahead only prefetches, into L2 or with the non-temporal hint (see
-  // layer_norm_ahead_hint). 16387 floats go by pairs and blocks of columns (β present); the
-  // RMSNorm rows go singly.
-  constexpr std::size_t rows = 5, features = 16387;
-  LayerNorm<float> norm(features);
-  randomize_parameters(norm, 4);
-  const auto x = test_rows<float>(rows, features, 0, 5);
-  using normkit::detail::AheadHint;
-  const auto run = [&](bool layer, bool x_in_cache, AheadHint hint) {
-    std::vector<float> y(rows * features), mean(rows), rstd(rows);
-    const normkit::detail::ForwardRows<float> args{
-        x.data(), features, y.data(), features, features, norm.gamma().data(),
-        layer ? norm.beta().data() : nullptr, layer ? mean.data() : nullptr, rstd.data(), 1e-5, false, false,
-        x_in_cache, hint, normkit::detail::cached_group_bytes()};
-    if (layer) normkit::detail::forward_rows<normkit::detail::norm_kind::layer>(args, rows);
-    else normkit::detail::forward_rows<normkit::detail::norm_kind::rms>(args, rows);
-    return std::vector<std::vector<float>>{y, mean, rstd};
-  };
-  for (const bool layer : {true, false}) {
-    CAPTURE(layer);
-    const auto without = run(layer, true, AheadHint::into_l2);
-    for (const AheadHint hint : {AheadHint::into_l2, AheadHint::non_temporal}) {
-      CAPTURE(hint == AheadHint::non_temporal);
-      const auto with = run(layer, false, hint);
-      for (std::size_t k = 0; k < with.size(); ++k) CHECK(same_bits(with[k], without[k]));
-    }
-  }
-}
-
 namespace {
 
-/// y, mean and rstd of forward rows of x through `norm`'s γ (and β for LayerNorm), where the
-/// pass fits the cache (in_cache) by groups of up to group_bytes of input, or not.
+/// How forward_rows_of runs its rows: ForwardRows' cache flags, read-ahead hint and group size.
+struct RowPlan {
+  bool in_cache, x_in_cache;
+  normkit::detail::AheadHint hint;
+  std::size_t group_bytes;
+};
+
+/// y (as T), mean and rstd of forward rows.
+template <class T>
+using RowOutputs = std::tuple<std::vector<T>, std::vector<float>, std::vector<float>>;
+
+/// The outputs of forward rows of x through `norm`'s γ (and β for LayerNorm), run as `plan` says.
 template <class T, class Norm>
-std::tuple<std::vector<T>, std::vector<float>, std::vector<float>> forward_grouped(
-    const Norm& norm, const std::vector<T>& x, std::size_t rows, bool in_cache, std::size_t group_bytes) {
+RowOutputs<T> forward_rows_of(const Norm& norm, const std::vector<T>& x, std::size_t rows, RowPlan plan) {
   constexpr bool layer = std::is_same_v<Norm, LayerNorm<T>>;
   const std::size_t features = norm.features();
   std::vector<T> y(rows * features);
@@ -321,28 +299,58 @@ std::tuple<std::vector<T>, std::vector<float>, std::vector<float>> forward_group
   if constexpr (layer) beta = norm.beta().data();
   const normkit::detail::ForwardRows<T> args{
       x.data(), features, y.data(), features, features, norm.gamma().data(),
-      beta, layer ? mean.data() : nullptr, rstd.data(), 1e-5, false, in_cache,
-      true, normkit::detail::AheadHint::into_l2, group_bytes};
+      beta, layer ? mean.data() : nullptr, rstd.data(), 1e-5, false, plan.in_cache,
+      plan.x_in_cache, plan.hint, plan.group_bytes};
   if constexpr (layer) normkit::detail::forward_rows<normkit::detail::norm_kind::layer>(args, rows);
   else normkit::detail::forward_rows<normkit::detail::norm_kind::rms>(args, rows);
   return {y, mean, rstd};
 }
 
-/// Checks that forward rows grouped by any size give the bits they give one at a time.
+/// Whether two runs of forward_rows_of gave the same y, mean and rstd, bit for bit.
+template <class T>
+bool same_outputs(const RowOutputs<T>& a, const RowOutputs<T>& b) {
+  return same_bits(std::get<0>(a), std::get<0>(b)) && same_bits(std::get<1>(a), std::get<1>(b)) &&
+         same_bits(std::get<2>(a), std::get<2>(b));
+}
+
+/// Checks that forward rows grouped by any size, where the pass fits the cache, give the bits
+/// they give one at a time.
 template <class T, class Norm>
 void check_any_group_size(const Norm& norm, std::size_t rows) {
+  using normkit::detail::AheadHint;
   const auto x = test_rows<T>(rows, norm.features(), 0, 7);
-  const auto singly = forward_grouped(norm, x, rows, false, 0);
+  const auto singly = forward_rows_of(norm, x, rows, {false, true, AheadHint::into_l2, 0});
   for (const std::size_t group_bytes : {2048u, 8192u, 12288u, 65536u}) {
     CAPTURE(group_bytes);
-    const auto grouped = forward_grouped(norm, x, rows, true, group_bytes);
-    CHECK(same_bits(std::get<0>(grouped), std::get<0>(singly)));
-    CHECK(same_bits(std::get<1>(grouped), std::get<1>(singly)));
-    CHECK(same_bits(std::get<2>(grouped), std::get<2>(singly)));
+    CHECK(same_outputs(forward_rows_of(norm, x, rows, {true, true, AheadHint::into_l2, group_bytes}), singly));
   }
 }
 
 }  // namespace
+
+TEST_CASE("forward rows read ahead or not give bitwise the same y and statistics", "[rows]") {
+  // Rows of 64 KiB and more read ahead only where x does not fit the cache (x_in_cache false),
+  // and reading ahead only prefetches, into L2 or with the non-temporal hint (see
+  // layer_norm_ahead_hint). 16387 floats go by pairs and blocks of columns (β present); the
+  // RMSNorm rows go singly.
+  constexpr std::size_t rows = 5, features = 16387;
+  using normkit::detail::AheadHint;
+  const auto x = test_rows<float>(rows, features, 0, 5);
+  const auto check = [&](const auto& norm) {
+    const std::size_t group_bytes = normkit::detail::cached_group_bytes();
+    const auto without = forward_rows_of(norm, x, rows, {false, true, AheadHint::into_l2, group_bytes});
+    for (const AheadHint hint : {AheadHint::into_l2, AheadHint::non_temporal}) {
+      CAPTURE(hint == AheadHint::non_temporal);
+      CHECK(same_outputs(forward_rows_of(norm, x, rows, {false, false, hint, group_bytes}), without));
+    }
+  };
+  LayerNorm<float> layer(features);
+  randomize_parameters(layer, 4);
+  check(layer);
+  RMSNorm<float> rms(features);
+  randomize_parameters(rms, 4);
+  check(rms);
+}
 
 TEST_CASE("forward rows give bitwise the same y and statistics in groups of any size", "[rows]") {
   // Where the pass fits the cache, rows longer than the registers go by groups of up to
